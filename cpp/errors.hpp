@@ -1,0 +1,34 @@
+// Exceptions the engine throws; the bindings map each to one Python type.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace agentsensus {
+
+// Base of every engine error (Python: agentsensus.Error).
+struct Error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Bad input; nothing was written (Python: ValueError).
+struct InvalidArgument : Error {
+    using Error::Error;
+};
+
+// A record, key or owner that does not exist (Python: KeyError).
+struct NotFound : Error {
+    using Error::Error;
+};
+
+// The files on disk are not a sound store (Python: agentsensus.CorruptStoreError).
+struct Corrupt : Error {
+    using Error::Error;
+};
+
+// An LMDB call failed for a reason other than the ones handled internally.
+struct LmdbError : Error {
+    int code;
+    LmdbError(int rc, const std::string& what);
+};
+
+}  // namespace agentsensus

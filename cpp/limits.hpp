@@ -1,0 +1,14 @@
+// Documented input limits. Enforced by the engine; the Python layer reads
+// them from the compiled module to give earlier, friendlier errors.
+#pragma once
+#include <cstddef>
+
+namespace agentsensus {
+
+constexpr size_t kMaxStatementBytes = 64 * 1024;   // UTF-8 bytes per statement
+constexpr size_t kMaxStatementsPerDeposit = 1024;  // statements in one deposit
+constexpr size_t kMaxOwnerBytes = 255;             // UTF-8 bytes of an owner name
+constexpr size_t kMaxDim = 16384;                  // vector dimensions
+constexpr size_t kDigestBytes = 16;                // normalized-text digest
+
+}  // namespace agentsensus

@@ -1,0 +1,203 @@
+#include "lmdb_env.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace agentsensus {
+
+LmdbError::LmdbError(int rc, const std::string& what) : Error(what), code(rc) {}
+
+void throw_lmdb(int rc, const char* what) {
+    if (rc == MDB_MAP_FULL) throw MapFull{};
+    std::string msg = std::string(what) + ": " + mdb_strerror(rc);
+    if (rc == MDB_CORRUPTED || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_PAGE_NOTFOUND ||
+        rc == MDB_BAD_VALSIZE || rc == MDB_INCOMPATIBLE)
+        throw Corrupt(msg);
+    throw LmdbError(rc, msg);
+}
+
+ReadTxn::ReadTxn(Env& env) {
+    for (;;) {
+        lock_ = std::shared_lock<std::shared_mutex>(env.resize_mutex());
+        int rc = mdb_txn_begin(env.raw(), nullptr, MDB_RDONLY, &txn_);
+        if (rc == MDB_MAP_RESIZED) {
+            lock_.unlock();
+            env.adopt_resize();
+            continue;
+        }
+        if (rc) throw_lmdb(rc, "mdb_txn_begin(read)");
+        return;
+    }
+}
+
+ReadTxn::~ReadTxn() {
+    if (txn_) mdb_txn_abort(txn_);
+}
+
+Cursor::Cursor(MDB_txn* txn, MDB_dbi dbi) {
+    int rc = mdb_cursor_open(txn, dbi, &cur_);
+    if (rc) throw_lmdb(rc, "mdb_cursor_open");
+}
+
+Cursor::~Cursor() {
+    if (cur_) mdb_cursor_close(cur_);
+}
+
+bool Cursor::op(MDB_val& k, MDB_val& v, MDB_cursor_op o) {
+    int rc = mdb_cursor_get(cur_, &k, &v, o);
+    if (rc == MDB_NOTFOUND) return false;
+    if (rc) throw_lmdb(rc, "mdb_cursor_get");
+    return true;
+}
+
+Env::Env(const std::string& dir, const Options& o) : readonly_(o.readonly) {
+    struct stat st;
+    if (stat(dir.c_str(), &st) != 0) {
+        if (!o.create || o.readonly) throw NotFound("store directory does not exist: " + dir);
+        if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+            throw Error("cannot create store directory " + dir + ": " + std::strerror(errno));
+    } else if (!S_ISDIR(st.st_mode)) {
+        throw InvalidArgument("path is not a directory: " + dir);
+    }
+    int rc = mdb_env_create(&env_);
+    if (rc) throw_lmdb(rc, "mdb_env_create");
+    mdb_env_set_maxdbs(env_, o.max_dbs);
+    mdb_env_set_maxreaders(env_, o.max_readers);
+    mdb_env_set_mapsize(env_, o.initial_map);
+    // NOTLS: read transactions are not tied to a thread (pybind11 calls come
+    // from any Python thread). NORDAHEAD: vectors are read at random.
+    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+    if (o.readonly) flags |= MDB_RDONLY;
+    if (!o.sync) flags |= MDB_NOSYNC;
+    rc = mdb_env_open(env_, dir.c_str(), flags, 0644);
+    if (rc) {
+        mdb_env_close(env_);
+        env_ = nullptr;
+        if (rc == ENOENT) throw NotFound("no store in " + dir);
+        throw_lmdb(rc, ("mdb_env_open(" + dir + ")").c_str());
+    }
+    // A store opened after a reader process died must not keep its slot.
+    int dead = 0;
+    mdb_reader_check(env_, &dead);
+    // If the file is already bigger than what we asked for, adopt its size.
+    MDB_envinfo info;
+    mdb_env_info(env_, &info);
+    if (info.me_mapsize < o.initial_map) mdb_env_set_mapsize(env_, o.initial_map);
+}
+
+Env::~Env() {
+    if (env_) mdb_env_close(env_);
+}
+
+MDB_dbi Env::open_db(const char* name, unsigned flags) {
+    MDB_txn* txn = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, readonly_ ? MDB_RDONLY : 0, &txn);
+    if (rc) throw_lmdb(rc, "mdb_txn_begin(open_db)");
+    MDB_dbi dbi;
+    rc = mdb_dbi_open(txn, name, flags | (readonly_ ? 0 : MDB_CREATE), &dbi);
+    if (rc) {
+        mdb_txn_abort(txn);
+        if (rc == MDB_NOTFOUND) throw Corrupt(std::string("store has no '") + name + "' table");
+        throw_lmdb(rc, (std::string("mdb_dbi_open(") + name + ")").c_str());
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc) throw_lmdb(rc, "mdb_txn_commit(open_db)");
+    return dbi;
+}
+
+void Env::write(const std::function<void(MDB_txn*)>& fn) {
+    if (readonly_) throw Error("store is open read-only");
+    for (;;) {
+        std::shared_lock<std::shared_mutex> lock(resize_mu_);
+        MDB_txn* txn = nullptr;
+        int rc = mdb_txn_begin(env_, nullptr, 0, &txn);
+        if (rc == MDB_MAP_RESIZED) {
+            lock.unlock();
+            adopt_resize();
+            continue;
+        }
+        if (rc) throw_lmdb(rc, "mdb_txn_begin(write)");
+        try {
+            fn(txn);
+        } catch (const MapFull&) {
+            mdb_txn_abort(txn);
+            lock.unlock();
+            grow();
+            continue;
+        } catch (...) {
+            mdb_txn_abort(txn);
+            throw;
+        }
+        rc = mdb_txn_commit(txn);  // frees txn whatever the outcome
+        if (rc == MDB_MAP_FULL) {
+            lock.unlock();
+            grow();
+            continue;
+        }
+        if (rc) throw_lmdb(rc, "mdb_txn_commit");
+        return;
+    }
+}
+
+void Env::adopt_resize() {
+    std::unique_lock<std::shared_mutex> lock(resize_mu_);
+    int rc = mdb_env_set_mapsize(env_, 0);
+    if (rc) throw_lmdb(rc, "mdb_env_set_mapsize(0)");
+}
+
+void Env::grow() {
+    std::unique_lock<std::shared_mutex> lock(resize_mu_);
+    MDB_envinfo info;
+    mdb_env_info(env_, &info);
+    // Doubling up to 4 GiB, then 4 GiB steps: few replays, little waste.
+    size_t cur = info.me_mapsize;
+    size_t step = cur < (size_t(4) << 30) ? cur : (size_t(4) << 30);
+    int rc = mdb_env_set_mapsize(env_, cur + step);
+    if (rc) throw_lmdb(rc, "mdb_env_set_mapsize");
+}
+
+size_t Env::map_size() const {
+    MDB_envinfo info;
+    mdb_env_info(env_, &info);
+    return info.me_mapsize;
+}
+
+int Env::reader_check() {
+    int dead = 0;
+    mdb_reader_check(env_, &dead);
+    return dead;
+}
+
+bool get(MDB_txn* txn, MDB_dbi dbi, MDB_val key, MDB_val& out) {
+    int rc = mdb_get(txn, dbi, &key, &out);
+    if (rc == MDB_NOTFOUND) return false;
+    if (rc) throw_lmdb(rc, "mdb_get");
+    return true;
+}
+
+bool put(MDB_txn* txn, MDB_dbi dbi, MDB_val key, MDB_val v, unsigned flags) {
+    int rc = mdb_put(txn, dbi, &key, &v, flags);
+    if (rc == MDB_KEYEXIST) return false;
+    if (rc) throw_lmdb(rc, "mdb_put");
+    return true;
+}
+
+bool del(MDB_txn* txn, MDB_dbi dbi, MDB_val key, const MDB_val* v) {
+    MDB_val vv;
+    if (v) vv = *v;
+    int rc = mdb_del(txn, dbi, &key, v ? &vv : nullptr);
+    if (rc == MDB_NOTFOUND) return false;
+    if (rc) throw_lmdb(rc, "mdb_del");
+    return true;
+}
+
+size_t entries(MDB_txn* txn, MDB_dbi dbi) {
+    MDB_stat st;
+    int rc = mdb_stat(txn, dbi, &st);
+    if (rc) throw_lmdb(rc, "mdb_stat");
+    return st.ms_entries;
+}
+
+}  // namespace agentsensus

@@ -1,0 +1,23 @@
+// Exact similarity kernels, used for owner scans and for re-checking what
+// committed meanwhile. Higher is more similar for every metric.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace agentsensus {
+
+enum class Metric : uint32_t { cos = 0, ip = 1, l2sq = 2 };
+
+float dot(const float* a, const float* b, size_t n);
+float l2sq(const float* a, const float* b, size_t n);
+
+// Similarity under the store's metric. Under cos the stored and query vectors
+// are unit length, so it is the dot product.
+inline float similarity(Metric m, const float* a, const float* b, size_t n) {
+    return m == Metric::l2sq ? -l2sq(a, b, n) : dot(a, b, n);
+}
+
+// Scales v to unit length in place; false when its norm is zero.
+bool normalize(float* v, size_t n);
+
+}  // namespace agentsensus

@@ -1,0 +1,176 @@
+// The consensus store engine: records, owner sets, affiliation edges and the
+// merge log in one LMDB environment, with a usearch index as a rebuildable
+// cache of the vectors. Never calls back into Python: the deposit path is
+// split into prepare (read snapshot) and commit (one write transaction) so the
+// judge runs between them with no transaction held.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "lmdb_env.hpp"
+#include "similarity.hpp"
+#include "vector_index.hpp"
+
+namespace agentsensus {
+
+enum class Via : uint8_t { hit = 0, edge = 1, none = 2 };
+
+// One record as the API shows it.
+struct Row {
+    uint64_t id = 0;
+    std::string text;
+    std::vector<std::string> owners;  // sorted
+    uint32_t round = 0;
+    float score = 0.f;
+    Via via = Via::none;
+};
+
+struct PrepareResult {
+    uint64_t seq = 0;                 // journal position of the snapshot
+    std::vector<uint64_t> exact;      // per statement: record with the same normalized text, or 0
+    std::vector<uint32_t> offsets;    // per statement: candidates[offsets[i], offsets[i+1])
+    std::vector<Hit> candidates;      // similarity >= min_similarity, best first
+    std::vector<Row> records;         // every distinct record named above
+};
+
+// What to do with one statement at commit. target: 0 makes a new record;
+// > 0 merges into that record; < 0 merges into the (-target)-th new record of
+// this commit (1-based). For merges, expected is the survivor's text the
+// caller's policy saw (a mismatch is a conflict) and kept is its text after.
+struct StatementPlan {
+    std::string_view text;
+    const unsigned char* digest = nullptr;  // kDigestBytes
+    const float* vector = nullptr;          // dim floats, as given
+    int64_t target = 0;
+    std::string_view expected;
+    std::string_view kept;
+};
+
+struct DepositPlan {
+    std::string owner;
+    uint32_t round = 0;
+    std::vector<StatementPlan> statements;
+};
+
+struct CommitResult {
+    bool conflict = false;
+    std::string why;                          // set on conflict
+    std::vector<std::vector<uint64_t>> ids;   // per deposit, per statement
+};
+
+struct MergeRow {
+    uint64_t seq;
+    uint64_t survivor;
+    std::string kept, discarded, owner;
+    uint32_t round;
+};
+
+struct Stats {
+    uint64_t records = 0, deposits = 0, merges = 0, shared = 0, linked = 0, max_owners = 0, agents = 0;
+};
+
+struct StoreOptions {
+    uint32_t dim = 0;               // 0: take it from the store (required to create)
+    Metric metric = Metric::cos;
+    bool metric_given = false;      // check metric against an existing store
+    bool create = true;
+    bool readonly = false;
+    bool sync = true;
+    size_t map_size = size_t(256) << 20;  // initial LMDB map; it grows on demand
+    size_t exact_cutoff = 4096;     // owners with at most this many records are scanned exactly
+    IndexParams index;
+};
+
+class Store {
+public:
+    Store(const std::string& dir, const StoreOptions& o);
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+
+    uint32_t dim() const { return dim_; }
+    Metric metric() const { return metric_; }
+    bool readonly() const { return env_->readonly(); }
+
+    // Phase 1: nearest records for each statement, on a read snapshot.
+    PrepareResult prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k,
+                          float min_similarity);
+    // Phase 3: apply plans in one write transaction. If the store moved since
+    // prepared_seq in a way that could change a decision, nothing is written
+    // and the result says conflict.
+    CommitResult commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity);
+
+    std::vector<Row> recall(const std::string& owner, const float* query, size_t k, bool expand);
+    Row get(uint64_t id);
+    std::vector<uint64_t> neighbors(uint64_t id);
+    std::vector<uint64_t> owned(const std::string& owner);
+    void forget(const std::string& owner, uint64_t id);
+    Stats stats();
+    std::vector<MergeRow> merges(uint64_t after_seq, size_t limit);
+
+    // Saves the index if it changed; the store is unusable afterwards.
+    void close();
+    bool closed() const { return env_ == nullptr; }
+
+private:
+    struct Dbs {
+        MDB_dbi meta, records, vectors, owners, owned, agents, agent_names, edges, merges, rmerges, norms,
+            rnorms, journal, hist;
+    };
+
+    void check_open() const;
+    void init_or_check(const StoreOptions& o);
+    void open_index();
+    void rebuild_index_locked(MDB_txn* txn);
+    void catch_up_locked(MDB_txn* txn);
+    void sync_index();
+    uint64_t journal_end(MDB_txn* txn);
+    void prepare_vector(const float* in, float* out) const;
+
+    bool read_row(MDB_txn* txn, uint64_t id, Row& row);
+    std::string agent_name(MDB_txn* txn, uint32_t agent);
+    std::optional<uint32_t> agent_id(MDB_txn* txn, std::string_view name);
+    bool owns(MDB_txn* txn, uint32_t agent, uint64_t id);
+    size_t owned_count(MDB_txn* txn, uint32_t agent);
+    std::vector<uint64_t> owned_ids(MDB_txn* txn, uint32_t agent);
+    bool vector_of(MDB_txn* txn, uint64_t id, float* out);
+    std::vector<uint64_t> neighbors_in(MDB_txn* txn, uint64_t id);
+
+    // Write-side helpers (inside a write transaction).
+    uint32_t ensure_agent(MDB_txn* txn, std::string_view name);
+    void journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t agent);
+    void hist_add(MDB_txn* txn, uint32_t owners, int64_t delta);
+    bool add_owner(MDB_txn* txn, uint64_t id, uint32_t agent);
+    void add_edge(MDB_txn* txn, uint64_t a, uint64_t b);
+    void delete_record(MDB_txn* txn, uint64_t id);
+    uint64_t meta_u64(MDB_txn* txn, const char* key, uint64_t dflt = 0);
+    void set_meta_u64(MDB_txn* txn, const char* key, uint64_t v);
+
+    std::string dir_;
+    std::unique_ptr<Env> env_;
+    Dbs db_{};
+    uint32_t dim_ = 0;
+    Metric metric_ = Metric::cos;
+    size_t exact_cutoff_ = 4096;
+    unsigned char uuid_[16] = {};
+
+    // The index and everything derived from the journal, under one lock:
+    // searches share it, catch-up takes it exclusively.
+    std::shared_mutex index_mu_;
+    std::unique_ptr<VectorIndex> index_;
+    uint64_t applied_seq_ = 0;  // journal entries reflected in index_
+    uint64_t saved_seq_ = 0;    // what the index file on disk reflects
+    bool index_saved_valid_ = false;
+    std::unordered_map<uint32_t, std::vector<uint64_t>> allow_;  // per-agent owned-id bitsets
+
+    std::mutex names_mu_;
+    std::unordered_map<uint32_t, std::string> names_;  // committed agent names
+};
+
+}  // namespace agentsensus

@@ -1,0 +1,67 @@
+// The usearch HNSW index, behind a small interface so that usearch's headers
+// are compiled in one translation unit only. Not thread-safe by itself: the
+// store serializes changes against searches with its own lock.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "similarity.hpp"
+
+namespace agentsensus {
+
+struct Hit {
+    uint64_t id;
+    float score;  // similarity: higher is closer
+};
+
+struct IndexHeader {
+    unsigned char store_uuid[16];
+    uint64_t journal_seq;  // the last journal entry the saved index reflects
+    uint32_t dim;
+    uint32_t metric;
+};
+
+struct IndexParams {
+    size_t connectivity = 16;
+    size_t expansion_add = 128;
+    size_t expansion_search = 64;
+};
+
+class VectorIndex {
+public:
+    VectorIndex(size_t dim, Metric metric, const IndexParams& params = {});
+    ~VectorIndex();
+    VectorIndex(const VectorIndex&) = delete;
+    VectorIndex& operator=(const VectorIndex&) = delete;
+
+    // Vectors are already unit length under cos.
+    void add(uint64_t id, const float* v);
+    void remove(uint64_t id);
+    bool contains(uint64_t id) const;
+    // Copies the stored vector of id into out; false when absent.
+    bool get(uint64_t id, float* out) const;
+    size_t size() const;
+    void clear();
+
+    // Up to k nearest, best first.
+    std::vector<Hit> search(const float* q, size_t k) const;
+    // Up to k nearest among ids where allow(id) holds. allow must not throw.
+    std::vector<Hit> filtered_search(const float* q, size_t k, const std::function<bool(uint64_t)>& allow) const;
+
+    // Writes header + index to path atomically (temp file, fsync, rename).
+    void save(const std::string& path, const IndexHeader& h) const;
+    // Reads a file written by save; false (and an empty index) when the file is
+    // absent, damaged, or of another shape. why says which.
+    bool load(const std::string& path, IndexHeader& h, std::string& why);
+    // Peeks at the header only.
+    static bool read_header(const std::string& path, IndexHeader& h);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace agentsensus
