@@ -1,0 +1,32 @@
+"""agentsensus: an embedded storage engine for the shared long-term memory of
+many LLM agents living in one world.
+
+The consensus store (:class:`Store`) keeps one record per fact however many
+agents witnessed it, with the witnesses as its owner set, affiliation edges
+between statements of one deposit, and owner-scoped recall. See API.md.
+"""
+
+from __future__ import annotations
+
+from . import embedders, judges, policies
+from ._version import __version__
+from .errors import ContentionError, CorruptStoreError, Error
+from .judges import JudgeRequest
+from .records import Deposit, Memory, Merge, Stats
+from .store import Store
+
+__all__ = [
+    "Store",
+    "Memory",
+    "Deposit",
+    "Merge",
+    "Stats",
+    "JudgeRequest",
+    "Error",
+    "CorruptStoreError",
+    "ContentionError",
+    "judges",
+    "embedders",
+    "policies",
+    "__version__",
+]

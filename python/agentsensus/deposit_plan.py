@@ -1,0 +1,214 @@
+"""Planning one commit of the deposit path, between prepare and commit.
+
+For each deposit (one item of a batch) the planner turns the engine's
+``prepare`` answer into judge requests, then the judge's verdicts into the
+engine's commit plan. Items of one batch see the items before them: their new
+records (as candidates with negative provisional ids), their merges (the
+survivor's kept text and owner set) and their exact duplicates.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .judges import JudgeRequest
+from .policies import MergePolicy
+from .records import Memory
+from .validation import MAX_STATEMENT_BYTES
+
+__all__ = ["Item", "BatchPlanner"]
+
+F32 = npt.NDArray[np.float32]
+
+
+@dataclass
+class Item:
+    """One validated deposit."""
+
+    owner: str
+    statements: list[str]
+    vectors: F32
+    digests: list[bytes]
+    round: int
+
+
+@dataclass
+class _Staged:
+    """A record as this batch will leave it (new, or existing and changed)."""
+
+    text: str
+    owners: set[str]
+    round: int
+
+
+@dataclass
+class _Pending:
+    """The decisions for one item between requests and verdicts."""
+
+    item: Item
+    # per statement: ("exact", target) | ("alias", earlier index) | ("judge", request index) | ("new",)
+    kinds: list[tuple[Any, ...]] = field(default_factory=list)
+    requests: list[JudgeRequest] = field(default_factory=list)
+
+
+class BatchPlanner:
+    """Plans a batch of deposits against one store snapshot plus the batch's
+    own staged changes."""
+
+    def __init__(self, engine: Any, metric: str, candidates: int, min_similarity: float, policy: MergePolicy):
+        self.engine = engine
+        self.metric = metric
+        self.k = candidates
+        self.min_similarity = min_similarity
+        self.policy = policy
+        self.seq: Optional[int] = None
+        self.existing: dict[int, _Staged] = {}  # committed records this batch touched
+        self.new: list[_Staged] = []  # new records, provisional id -(j+1)
+        self.new_vectors: list[F32] = []  # normalized as the engine compares them
+        self.by_digest: dict[bytes, int] = {}  # normalized text -> record (either kind)
+        self.plans: list[tuple[Any, ...]] = []
+        self.merged: list[list[bool]] = []
+
+    # -- views of records as staged ------------------------------------------
+
+    def _memory(self, rid: int, committed: dict[int, tuple[str, tuple[str, ...], int]], score: float) -> Memory:
+        if rid < 0:
+            s = self.new[-rid - 1]
+        elif rid in self.existing:
+            s = self.existing[rid]
+        else:
+            text, owners, rnd = committed[rid]
+            return Memory(rid, text, frozenset(owners), rnd, float(score), "candidate")
+        return Memory(rid, s.text, frozenset(s.owners), s.round, float(score), "candidate")
+
+    def _staged(self, rid: int, committed: dict[int, tuple[str, tuple[str, ...], int]]) -> _Staged:
+        if rid < 0:
+            return self.new[-rid - 1]
+        if rid not in self.existing:
+            text, owners, rnd = committed[rid]
+            self.existing[rid] = _Staged(text, set(owners), rnd)
+        return self.existing[rid]
+
+    def _similarities(self, v: F32) -> F32:
+        m = np.stack(self.new_vectors)
+        if self.metric == "l2sq":
+            d = m - v
+            return -np.einsum("ij,ij->i", d, d)
+        return m @ v
+
+    # -- the two halves of an item ------------------------------------------
+
+    def begin(self, item: Item) -> tuple[_Pending, dict[int, tuple[str, tuple[str, ...], int]]]:
+        """Prepares an item and returns its pending decisions (with the judge
+        requests to send, possibly none)."""
+        seq, exact, offsets, cand_ids, cand_scores, committed = self.engine.prepare(
+            item.vectors, b"".join(item.digests), self.k, self.min_similarity
+        )
+        if self.seq is None:
+            self.seq = seq
+        pend = _Pending(item)
+        vecs = item.vectors
+        if self.metric == "cos":
+            vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+        first_with_digest: dict[bytes, int] = {}
+        for i, (text, digest) in enumerate(zip(item.statements, item.digests)):
+            if digest in self.by_digest:
+                pend.kinds.append(("exact", self.by_digest[digest]))
+            elif exact[i]:
+                pend.kinds.append(("exact", int(exact[i])))
+            elif digest in first_with_digest:
+                pend.kinds.append(("alias", first_with_digest[digest]))
+            else:
+                first_with_digest[digest] = i
+                cands = [
+                    (float(cand_scores[j]), int(cand_ids[j])) for j in range(offsets[i], offsets[i + 1])
+                ]
+                if self.new_vectors:
+                    sims = self._similarities(vecs[i])
+                    cands += [(float(s), -(j + 1)) for j, s in enumerate(sims) if s >= self.min_similarity]
+                if cands:
+                    cands.sort(key=lambda c: (-c[0], c[1]))
+                    mems = [self._memory(rid, committed, score) for score, rid in cands[: self.k]]
+                    pend.kinds.append(("judge", len(pend.requests)))
+                    pend.requests.append(JudgeRequest(text, item.owner, mems))
+                else:
+                    pend.kinds.append(("new",))
+        pend_committed = committed
+        return pend, pend_committed
+
+    def finish(
+        self,
+        pend: _Pending,
+        committed: dict[int, tuple[str, tuple[str, ...], int]],
+        verdicts: Sequence[Optional[int]],
+    ) -> None:
+        """Turns verdicts into the item's commit plan and stages its effects."""
+        item = pend.item
+        reqs = pend.requests
+        if len(verdicts) != len(reqs):
+            raise ValueError(f"judge returned {len(verdicts)} verdicts for {len(reqs)} requests")
+        checked: list[Optional[int]] = []
+        for r, (req, v) in enumerate(zip(reqs, verdicts)):
+            if v is None:
+                checked.append(None)
+                continue
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"judge verdict {r} must be an int id or None, got {type(v).__name__}")
+            ids = [c.id for c in req.candidates]
+            if int(v) not in ids:
+                raise ValueError(f"judge returned id {int(v)} for request {r}, which was not among its candidates {ids}")
+            checked.append(int(v))
+
+        vecs = item.vectors
+        if self.metric == "cos":
+            vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+        targets: list[int] = []
+        expected: list[Optional[str]] = []
+        kept: list[Optional[str]] = []
+        merged: list[bool] = []
+        resolved: list[int] = []  # the record each statement ends in (provisional ids for new)
+        for i, kind in enumerate(pend.kinds):
+            text = item.statements[i]
+            target: Optional[int]
+            if kind[0] == "exact":
+                target = kind[1]
+            elif kind[0] == "alias":
+                target = resolved[kind[1]]
+            elif kind[0] == "judge":
+                target = checked[kind[1]]
+            else:
+                target = None
+            if target is None:
+                self.new.append(_Staged(text, {item.owner}, item.round))
+                self.new_vectors.append(np.ascontiguousarray(vecs[i]))
+                rid = -len(self.new)
+                targets.append(0)
+                expected.append(None)
+                kept.append(None)
+                merged.append(False)
+            else:
+                rid = target
+                staged = self._staged(rid, committed)
+                before = staged.text
+                after = self.policy(before, text)
+                if not isinstance(after, str) or not after.strip():
+                    raise ValueError(f"merge policy returned {after!r}; it must return non-empty text")
+                if len(after.encode("utf-8")) > MAX_STATEMENT_BYTES:
+                    raise ValueError(f"merge policy returned text over {MAX_STATEMENT_BYTES} bytes")
+                targets.append(rid)
+                expected.append(before if rid > 0 else None)
+                kept.append(after)
+                staged.text = after
+                staged.owners.add(item.owner)
+                merged.append(True)
+            resolved.append(rid)
+            self.by_digest.setdefault(item.digests[i], rid)
+        self.plans.append(
+            (item.owner, item.round, item.statements, b"".join(item.digests), item.vectors, targets, expected, kept)
+        )
+        self.merged.append(merged)

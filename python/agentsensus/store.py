@@ -1,0 +1,361 @@
+"""``Store``: the consensus long-term memory of many agents (see API.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import threading
+from typing import Any, Awaitable, Callable, Generator, Iterable, Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _core, judges
+from .deposit_plan import BatchPlanner, Item
+from .errors import ContentionError, Error
+from .normalize import text_digest
+from .policies import MergePolicy, resolve
+from .records import Deposit, Memory, Merge, Stats
+from .validation import check_k, check_owner, check_query, check_round, check_statements, check_vectors
+
+__all__ = ["Store"]
+
+Embed = Callable[[list[str]], Any]
+JudgeFn = Callable[[list[judges.JudgeRequest]], Any]
+
+# A deposit whose decisions a concurrent commit invalidated is planned again;
+# this many attempts before giving up.
+_MAX_ATTEMPTS = 16
+
+
+class _DefaultMetric(str):
+    """The default ``metric``: a str that is told apart from an explicit
+    ``metric="cos"``, so reopening a store of another metric with the
+    default does not fail."""
+
+
+_COS = _DefaultMetric("cos")
+
+_open_paths: set[str] = set()
+_open_lock = threading.Lock()
+
+
+class Store:
+    """The consensus store: one directory, one LMDB environment, one index.
+
+    Agents that witness the same event write it once: a statement that the
+    judge finds equivalent to an existing record merges into it and the
+    record's owner set gains the depositor. See the package README and
+    API.md for the full contract.
+
+    Extra keyword arguments beyond API.md: ``merge_policy`` (``"keep_shorter"``
+    (default), ``"keep_names"`` or a callable ``(existing, incoming) -> str``),
+    ``sync`` (``True``: fsync every commit), and ``exact_cutoff`` (owners with
+    at most this many records are recalled by an exact scan), and
+    ``map_size`` (the initial LMDB map in bytes; it grows by itself when full).
+    """
+
+    def __init__(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        dim: Optional[int] = None,
+        metric: str = _COS,
+        judge: Optional[JudgeFn] = None,
+        embed: Optional[Embed] = None,
+        candidates: int = 8,
+        min_similarity: float = 0.75,
+        create: bool = True,
+        readonly: bool = False,
+        merge_policy: Union[str, MergePolicy] = "keep_shorter",
+        sync: bool = True,
+        exact_cutoff: int = 4096,
+        map_size: int = 256 << 20,
+    ) -> None:
+        self._engine: Optional[Any] = None
+        self._key: Optional[str] = None
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        if not isinstance(metric, str) or metric not in ("cos", "ip", "l2sq"):
+            raise ValueError(f"metric must be 'cos', 'ip' or 'l2sq', got {metric!r}")
+        if embed is not None and not callable(embed):
+            raise TypeError("embed must be a callable list[str] -> float32 array")
+        if judge is not None and not callable(judge):
+            raise TypeError("judge must be a callable list[JudgeRequest] -> list[int | None]")
+        if dim is None and embed is not None and getattr(embed, "dim", None) is not None:
+            dim = int(embed.dim)
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
+            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        if dim is not None and dim > _core.MAX_DIM:
+            raise ValueError(f"dim must be at most {_core.MAX_DIM}, got {dim}")
+        if embed is not None and getattr(embed, "dim", None) not in (None, dim):
+            raise ValueError(f"embed.dim={embed.dim} does not match dim={dim}")
+        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 0:
+            raise ValueError(f"candidates must be an int >= 0, got {candidates!r}")
+        if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)):
+            raise TypeError(f"min_similarity must be a number, got {type(min_similarity).__name__}")
+        if isinstance(exact_cutoff, bool) or not isinstance(exact_cutoff, int) or exact_cutoff < 0:
+            raise ValueError(f"exact_cutoff must be an int >= 0, got {exact_cutoff!r}")
+        if isinstance(map_size, bool) or not isinstance(map_size, int) or map_size < (1 << 16):
+            raise ValueError(f"map_size must be an int of at least 65536 bytes, got {map_size!r}")
+        self._policy = resolve(merge_policy)
+
+        self.path = os.fspath(path)
+        key = os.path.realpath(self.path)
+        with _open_lock:
+            if key in _open_paths:
+                raise Error(
+                    f"the store at {self.path} is already open in this process "
+                    "(LMDB allows one open per process; share the Store object)"
+                )
+            if not create and not os.path.isdir(self.path):
+                raise FileNotFoundError(f"no store at {self.path} (create=False)")
+            try:
+                self._engine = _core.Engine(
+                    self.path,
+                    dim or 0,
+                    str(metric),
+                    not isinstance(metric, _DefaultMetric),
+                    create,
+                    readonly,
+                    sync,
+                    exact_cutoff,
+                    map_size,
+                )
+            except KeyError as e:
+                raise FileNotFoundError(str(e.args[0]) if e.args else str(e)) from None
+            _open_paths.add(key)
+            self._key = key
+        self.dim: int = self._engine.dim
+        self.metric: str = self._engine.metric
+        self.readonly = readonly
+        self.judge: JudgeFn = judge if judge is not None else judges.exact
+        self.embed = embed
+        self.candidates = candidates
+        self.min_similarity = float(min_similarity)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Saves the index and releases the store; calling it again does nothing."""
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            try:
+                engine.close()
+            finally:
+                with _open_lock:
+                    _open_paths.discard(self._key or "")
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._engine is None else f"dim={self.dim}, metric={self.metric!r}"
+        return f"Store({self.path!r}, {state})"
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` has run."""
+        return self._engine is None
+
+    def _e(self) -> Any:
+        if self._engine is None:
+            raise Error(f"the store at {self.path} is closed")
+        return self._engine
+
+    def _writable(self) -> Any:
+        e = self._e()
+        if self.readonly:
+            raise Error(f"the store at {self.path} is open read-only")
+        return e
+
+    # -- the deposit path ------------------------------------------------------
+
+    def _item(self, owner: Any, statements: Any, vectors: Any, round: int) -> Item:
+        owner = check_owner(owner)
+        texts = check_statements(statements)
+        if vectors is None:
+            if self.embed is None:
+                raise ValueError("vectors is required: this store has no embed function")
+            vectors = self.embed(texts)
+            name = "embed(statements)"
+        else:
+            name = "vectors"
+        vecs = check_vectors(vectors, len(texts), self.dim, self.metric, name)
+        return Item(owner, texts, vecs, [text_digest(t) for t in texts], round)
+
+    def _flow(
+        self, items: Sequence[Item]
+    ) -> Generator[list[judges.JudgeRequest], Sequence[Optional[int]], list[Deposit]]:
+        """The deposit path as a generator: it yields each item's judge
+        requests and receives the verdicts, so that the sync and async entry
+        points share it. No transaction is open while it is suspended."""
+        engine = self._writable()
+        for _ in range(_MAX_ATTEMPTS):
+            planner = BatchPlanner(engine, self.metric, self.candidates, self.min_similarity, self._policy)
+            for item in items:
+                pending, committed = planner.begin(item)
+                verdicts: Sequence[Optional[int]] = []
+                if pending.requests:
+                    verdicts = yield pending.requests
+                    if not isinstance(verdicts, (list, tuple)):
+                        raise TypeError(f"judge must return a list, got {type(verdicts).__name__}")
+                planner.finish(pending, committed, verdicts)
+            ok, result = engine.commit(planner.plans, planner.seq or 0, self.min_similarity)
+            if ok:
+                return [Deposit(list(ids), merged) for ids, merged in zip(result, planner.merged)]
+        raise ContentionError(f"deposit gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing it")
+
+    def _run(self, items: Sequence[Item], judge: Optional[JudgeFn]) -> list[Deposit]:
+        j = judge if judge is not None else self.judge
+        flow = self._flow(items)
+        try:
+            requests = next(flow)
+            while True:
+                verdicts = j(requests)
+                if inspect.isawaitable(verdicts):
+                    if inspect.iscoroutine(verdicts):
+                        verdicts.close()
+                    raise TypeError("the judge is a coroutine function: use adeposit")
+                requests = flow.send(verdicts)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    def deposit(
+        self,
+        owner: str,
+        statements: Sequence[str],
+        vectors: Any = None,
+        *,
+        round: int = 0,
+        judge: Optional[JudgeFn] = None,
+    ) -> Deposit:
+        """One agent's write, already split into statements. Each statement
+        merges into an existing record the judge names, or becomes a new
+        record owned by ``owner``; the records the statements end in are
+        joined pairwise by affiliation edges. All or nothing."""
+        item = self._item(owner, statements, vectors, check_round(round))
+        return self._run([item], judge)[0]
+
+    def deposit_many(
+        self,
+        items: Iterable[tuple[str, Sequence[str], Any]],
+        *,
+        round: int = 0,
+        judge: Optional[JudgeFn] = None,
+    ) -> list[Deposit]:
+        """A round of deposits in one transaction (one fsync). Later items see
+        earlier ones; the judge is called once per item before the commit."""
+        rnd = check_round(round)
+        batch: list[Item] = []
+        for n, it in enumerate(items):
+            try:
+                owner, statements, vectors = it
+            except (TypeError, ValueError):
+                raise TypeError(f"items[{n}] must be a tuple (owner, statements, vectors)") from None
+            try:
+                batch.append(self._item(owner, statements, vectors, rnd))
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"items[{n}]: {e}") from None
+        if not batch:
+            return []
+        return self._run(batch, judge)
+
+    async def adeposit(
+        self,
+        owner: str,
+        statements: Sequence[str],
+        vectors: Any = None,
+        *,
+        round: int = 0,
+        judge: Optional[JudgeFn] = None,
+    ) -> Deposit:
+        """``deposit`` for asyncio: the judge may be a coroutine function, and
+        engine work runs in a worker thread so the event loop stays free."""
+        item = await asyncio.to_thread(self._item, owner, statements, vectors, check_round(round))
+        j = judge if judge is not None else self.judge
+        flow = self._flow([item])
+
+        # StopIteration cannot cross a thread's future: report completion as a value.
+        def step(verdicts: Any) -> tuple[bool, Any]:
+            try:
+                return False, (next(flow) if verdicts is None else flow.send(verdicts))
+            except StopIteration as stop:
+                return True, stop.value
+
+        done, value = await asyncio.to_thread(step, None)
+        while not done:
+            verdicts = j(value)
+            if inspect.isawaitable(verdicts):
+                verdicts = await verdicts
+            done, value = await asyncio.to_thread(step, verdicts)
+        return value[0]  # type: ignore[no-any-return]
+
+    # -- reads -----------------------------------------------------------------
+
+    def recall(self, owner: str, query: Any, *, k: int = 5, expand: bool = True) -> list[Memory]:
+        """The ``k`` records ``owner`` owns that are most similar to ``query``
+        (a vector, or a str when the store has ``embed``), then, with
+        ``expand``, the records one affiliation edge away from them that
+        ``owner`` also owns. Never returns a record ``owner`` does not own."""
+        engine = self._e()
+        owner = check_owner(owner)
+        k = check_k(k)
+        if isinstance(query, str):
+            if self.embed is None:
+                raise TypeError("query is a str, but this store has no embed function: pass a vector")
+            query = self.embed([query])
+        q = check_query(query, self.dim, self.metric)
+        rows = engine.recall(owner, q, k, bool(expand))
+        return [Memory(i, t, frozenset(o), r, s, v) for i, t, o, r, s, v in rows]
+
+    def get(self, id: int) -> Memory:
+        """The record ``id``; ``KeyError`` when absent."""
+        i, t, o, r = self._e().get(_check_id(id))
+        return Memory(i, t, frozenset(o), r)
+
+    def neighbors(self, id: int) -> list[int]:
+        """Record ids one affiliation edge from ``id``, ascending."""
+        return list(self._e().neighbors(_check_id(id)))
+
+    def owned(self, owner: str) -> list[int]:
+        """Record ids ``owner`` owns, ascending."""
+        return list(self._e().owned(check_owner(owner)))
+
+    def forget(self, owner: str, id: int) -> None:
+        """``owner`` leaves the record's owner set; a record left with no owner
+        is deleted, with its edges and merge-log entries. ``KeyError`` when
+        the record is absent or ``owner`` does not own it."""
+        self._writable().forget(check_owner(owner), _check_id(id))
+
+    def stats(self) -> Stats:
+        """Store-wide counts (see :class:`Stats`)."""
+        return Stats(**self._e().stats())
+
+    def merges(self) -> Iterator[Merge]:
+        """The merge log, oldest first."""
+        after = 0
+        while True:
+            page = self._e().merges(after, 1024)
+            for seq, survivor, kept, discarded, owner, rnd in page:
+                yield Merge(survivor, kept, discarded, owner, rnd)
+                after = seq
+            if len(page) < 1024:
+                return
+
+
+def _check_id(id: Any) -> int:
+    if isinstance(id, bool) or not isinstance(id, (int, np.integer)):
+        raise TypeError(f"id must be an int, got {type(id).__name__}")
+    if int(id) < 0:
+        raise KeyError(f"no record {int(id)}")
+    return int(id)

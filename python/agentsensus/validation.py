@@ -1,0 +1,117 @@
+"""Argument checks shared by the Store's methods. Each error names the
+argument and what was wrong, and is raised before anything is written."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _core
+
+__all__ = ["check_owner", "check_statements", "check_round", "check_vectors", "check_query", "check_k"]
+
+MAX_STATEMENT_BYTES: int = _core.MAX_STATEMENT_BYTES
+MAX_STATEMENTS_PER_DEPOSIT: int = _core.MAX_STATEMENTS_PER_DEPOSIT
+MAX_OWNER_BYTES: int = _core.MAX_OWNER_BYTES
+
+
+def check_owner(owner: Any, name: str = "owner") -> str:
+    if not isinstance(owner, str):
+        raise TypeError(f"{name} must be a str, got {type(owner).__name__}")
+    if not owner.strip():
+        raise ValueError(f"{name} must be a non-empty name, got {owner!r}")
+    try:
+        size = len(owner.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{name} is not valid Unicode text: {e}") from None
+    if size > MAX_OWNER_BYTES:
+        raise ValueError(f"{name} is {size} bytes in UTF-8; the limit is {MAX_OWNER_BYTES}")
+    return owner
+
+
+def check_statements(statements: Any, name: str = "statements") -> list[str]:
+    if isinstance(statements, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of str, not a single {type(statements).__name__}")
+    try:
+        out = list(statements)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of str, got {type(statements).__name__}") from None
+    if not out:
+        raise ValueError(f"{name} is empty: a deposit needs at least one statement")
+    if len(out) > MAX_STATEMENTS_PER_DEPOSIT:
+        raise ValueError(f"{name} has {len(out)} statements; the limit is {MAX_STATEMENTS_PER_DEPOSIT}")
+    for i, s in enumerate(out):
+        if not isinstance(s, str):
+            raise TypeError(f"{name}[{i}] must be a str, got {type(s).__name__}")
+        if not s.strip():
+            raise ValueError(f"{name}[{i}] is empty or only whitespace")
+        try:
+            size = len(s.encode("utf-8"))
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{name}[{i}] is not valid Unicode text: {e}") from None
+        if size > MAX_STATEMENT_BYTES:
+            raise ValueError(f"{name}[{i}] is {size} bytes in UTF-8; the limit is {MAX_STATEMENT_BYTES}")
+    return out
+
+
+def check_round(round: Any) -> int:
+    if isinstance(round, bool) or not isinstance(round, numbers.Integral):
+        raise TypeError(f"round must be an int, got {type(round).__name__}")
+    r = int(round)
+    if r < 0 or r > 0xFFFFFFFF:
+        raise ValueError(f"round must be between 0 and 2**32-1, got {r}")
+    return r
+
+
+def check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"k must be an int, got {type(k).__name__}")
+    if int(k) < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    return int(k)
+
+
+def _as_float32(vectors: Any, name: str) -> npt.NDArray[np.float32]:
+    try:
+        a = np.asarray(vectors)
+    except Exception as e:  # ragged lists and the like
+        raise ValueError(f"{name} is not an array of numbers: {e}") from None
+    if a.dtype.kind != "f":
+        raise TypeError(f"{name} must hold floats (float32 preferred), got dtype {a.dtype}")
+    # float32 C-contiguous input passes through without a copy.
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _check_finite(a: npt.NDArray[np.float32], name: str, cos: bool) -> None:
+    if not np.isfinite(a).all():
+        row = int(np.argwhere(~np.isfinite(a))[0][0]) if a.ndim == 2 else 0
+        raise ValueError(f"{name}[{row}] has NaN or inf" if a.ndim == 2 else f"{name} has NaN or inf")
+    if cos:
+        norms = np.einsum("...i,...i->...", a, a)
+        if a.ndim == 2 and (norms == 0).any():
+            raise ValueError(f"{name}[{int(np.argmax(norms == 0))}] has zero norm, which metric 'cos' refuses")
+        if a.ndim == 1 and norms == 0:
+            raise ValueError(f"{name} has zero norm, which metric 'cos' refuses")
+
+
+def check_vectors(vectors: Any, n: int, dim: int, metric: str, name: str = "vectors") -> npt.NDArray[np.float32]:
+    a = _as_float32(vectors, name)
+    if a.ndim == 1 and n == 1 and a.shape[0] == dim:
+        a = a.reshape(1, dim)
+    if a.ndim != 2 or a.shape != (n, dim):
+        raise ValueError(f"{name} must have shape ({n}, {dim}) for {n} statement(s), got {a.shape}")
+    _check_finite(a, name, metric == "cos")
+    return a
+
+
+def check_query(query: Any, dim: int, metric: str) -> npt.NDArray[np.float32]:
+    a = _as_float32(query, "query")
+    if a.ndim == 2 and a.shape[0] == 1:
+        a = a.reshape(-1)
+    if a.ndim != 1 or a.shape[0] != dim:
+        raise ValueError(f"query must have shape ({dim},), got {a.shape}")
+    _check_finite(a, "query", metric == "cos")
+    return a
