@@ -1,0 +1,46 @@
+"""Test helpers: deterministic vectors, judges and store snapshots."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+from agentsensus import JudgeRequest, Store
+
+DIM = 16
+
+
+def unit(seed: int, dim: int = DIM) -> np.ndarray:
+    """A deterministic random unit vector."""
+    v = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def near(v: np.ndarray, seed: int, eps: float = 0.05) -> np.ndarray:
+    """A unit vector close to v (cosine about 1 - eps**2 * dim / 2)."""
+    w = v + eps * np.random.default_rng(seed).standard_normal(v.shape[0]).astype(np.float32)
+    return (w / np.linalg.norm(w)).astype(np.float32)
+
+
+class RecordingJudge:
+    """Answers from a table statement -> candidate text, records its calls."""
+
+    def __init__(self, same: Optional[Callable[[str, str], bool]] = None) -> None:
+        self.calls: list[list[JudgeRequest]] = []
+        self.same = same or (lambda a, b: False)
+
+    def __call__(self, requests: list[JudgeRequest]) -> list[Optional[int]]:
+        self.calls.append(list(requests))
+        out: list[Optional[int]] = []
+        for r in requests:
+            out.append(next((c.id for c in r.candidates if self.same(r.statement, c.text)), None))
+        return out
+
+
+def snapshot(s: Store) -> tuple:
+    """Everything observable about a store, for all-or-nothing checks."""
+    st = s.stats()
+    recs = []
+    for owner in ("a", "b", "c", "alice", "bob", "carol"):
+        recs.append((owner, tuple(s.owned(owner))))
+    return (st, tuple(recs), tuple(s.merges()))

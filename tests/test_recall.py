@@ -1,0 +1,104 @@
+"""Recall: owner scoping, the exact and the filtered-index plans, expansion."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentsensus import Store
+
+from helpers import DIM, unit
+
+
+def exact_top(vectors: dict[int, np.ndarray], q: np.ndarray, k: int) -> list[int]:
+    scored = sorted(vectors, key=lambda i: (-float(vectors[i] @ q), i))
+    return scored[:k]
+
+
+def test_recall_only_returns_owned_records(store):
+    a = store.deposit("alice", ["alice's secret"], unit(1)[None])
+    store.deposit("bob", ["bob's note"], unit(2)[None])
+    hits = store.recall("bob", unit(1), k=5)
+    assert [h.text for h in hits] == ["bob's note"]
+    assert all("bob" in h.owners for h in hits)
+    assert store.recall("nobody", unit(1)) == []
+    assert a.ids[0] not in [h.id for h in hits]
+
+
+def test_hit_rows_have_scores_edge_rows_do_not(store):
+    d = store.deposit("a", ["hit", "linked"], np.stack([unit(1), unit(2)]))
+    rows = store.recall("a", unit(1), k=1)
+    assert [(r.id, r.via) for r in rows] == [(d.ids[0], "hit"), (d.ids[1], "edge")]
+    assert rows[0].score == pytest.approx(1.0, abs=1e-5)
+    assert rows[1].score is None
+    assert [r.id for r in store.recall("a", unit(1), k=1, expand=False)] == [d.ids[0]]
+
+
+def test_expansion_keeps_only_records_the_owner_owns(store):
+    d = store.deposit("alice", ["shared event", "alice only"], np.stack([unit(1), unit(2)]))
+    store.deposit("bob", ["shared event", "bob only"], np.stack([unit(1), unit(3)]))
+    rows = store.recall("bob", unit(1), k=1)
+    assert [r.text for r in rows] == ["shared event", "bob only"]
+    assert d.ids[1] not in [r.id for r in rows]
+    # no repeats: a hit that is also a neighbour of a hit shows once
+    rows = store.recall("bob", unit(1), k=2)
+    assert len({r.id for r in rows}) == len(rows)
+
+
+@pytest.mark.parametrize("cutoff", [0, 10_000])
+def test_both_plans_agree_with_an_exact_owner_scan(store_path, cutoff):
+    rng = np.random.default_rng(7)
+    owners = ["o0", "o1", "o2"]
+    vecs: dict[str, dict[int, np.ndarray]] = {o: {} for o in owners}
+    with Store(store_path, dim=DIM, exact_cutoff=cutoff) as s:
+        items = []
+        for i in range(600):
+            v = unit(1000 + i)
+            # o0 owns 1 record in 60: a selective owner; o2 owns most
+            o = "o0" if i % 60 == 0 else ("o1" if i % 3 == 0 else "o2")
+            items.append((o, [f"fact {i}"], v[None]))
+        for o, (d,) in zip([it[0] for it in items], [[x] for x in s.deposit_many(items)]):
+            pass
+        for o in owners:
+            for rid in s.owned(o):
+                vecs[o][rid] = unit(1000 + int(s.get(rid).text.split()[1]))
+        for trial in range(20):
+            q = unit(5000 + trial)
+            for o in owners:
+                want = exact_top(vecs[o], q, 5)
+                got = [r.id for r in s.recall(o, q, k=5, expand=False)]
+                assert got == want, (o, trial)
+
+
+def test_recall_after_forget(store):
+    d = store.deposit("a", ["one", "two"], np.stack([unit(1), unit(2)]))
+    store.deposit("b", ["one"], unit(1)[None])
+    store.forget("a", d.ids[0])
+    assert [r.id for r in store.recall("a", unit(1))] == [d.ids[1]]
+    assert store.get(d.ids[0]).owners == frozenset({"b"})
+
+
+def test_forget_last_owner_deletes_everywhere(store_path):
+    with Store(store_path, dim=DIM, exact_cutoff=0) as s:
+        d = s.deposit("a", ["secret", "other"], np.stack([unit(1), unit(2)]))
+        s.deposit("a", ["SECRET"], unit(3)[None])  # exact duplicate: a merge-log entry
+        s.forget("a", d.ids[0])
+        with pytest.raises(KeyError):
+            s.get(d.ids[0])
+        assert s.neighbors(d.ids[1]) == []
+        assert d.ids[0] not in [r.id for r in s.recall("a", unit(1), k=5)]
+        assert all(m.survivor != d.ids[0] for m in s.merges())
+        st = s.stats()
+        assert (st.records, st.linked, st.merges) == (1, 0, 0)
+        # the text is no longer an exact duplicate of anything
+        assert s.deposit("b", ["secret"], unit(1)[None]).merged == [False]
+    with Store(store_path, exact_cutoff=0) as s:
+        assert [r.text for r in s.recall("a", unit(1), k=5)] == ["other"]
+
+
+def test_metrics_ip_and_l2sq(tmp_path):
+    for metric in ("ip", "l2sq"):
+        with Store(tmp_path / metric, dim=DIM, metric=metric) as s:
+            for i in range(20):
+                s.deposit("a", [f"f{i}"], unit(i)[None])
+            assert s.recall("a", unit(4), k=1)[0].text == "f4"
