@@ -97,6 +97,12 @@ public:
     uint32_t dim() const { return dim_; }
     Metric metric() const { return metric_; }
     bool readonly() const { return env_->readonly(); }
+    // The LMDB environment, for components that keep their own tables in it
+    // (lineage). They must open their tables right after the store opens.
+    Env& env() {
+        check_open();
+        return *env_;
+    }
 
     // Phase 1: nearest records for each statement, on a read snapshot.
     PrepareResult prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k,

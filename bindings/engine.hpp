@@ -1,0 +1,228 @@
+// The Engine class that _core exposes, shared by the binding files of one
+// module (module.cpp binds it; other files take an Engine& to reach its store).
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+
+#include "errors.hpp"
+#include "limits.hpp"
+#include "store.hpp"
+
+namespace agentsensus_py {
+
+namespace py = pybind11;
+using namespace agentsensus;
+
+// C-contiguous float32 arrays pass without a copy; the Python layer has
+// already refused other dtypes and shapes with a clear message.
+using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+inline Metric parse_metric(const std::string& m) {
+    if (m == "cos") return Metric::cos;
+    if (m == "ip") return Metric::ip;
+    if (m == "l2sq") return Metric::l2sq;
+    throw InvalidArgument("metric must be 'cos', 'ip' or 'l2sq', got '" + m + "'");
+}
+
+inline const char* metric_str(Metric m) {
+    return m == Metric::cos ? "cos" : m == Metric::ip ? "ip" : "l2sq";
+}
+
+inline py::tuple owners_tuple(const std::vector<std::string>& owners) {
+    py::tuple t(owners.size());
+    for (size_t i = 0; i < owners.size(); ++i) t[i] = py::str(owners[i]);
+    return t;
+}
+
+inline py::tuple row_tuple(const Row& r) {
+    py::object score = r.via == Via::hit ? py::object(py::float_(r.score)) : py::object(py::none());
+    const char* via = r.via == Via::hit ? "hit" : r.via == Via::edge ? "edge" : "";
+    return py::make_tuple(r.id, py::str(r.text), owners_tuple(r.owners), r.round, score, via);
+}
+
+inline const float* rows_of(const F32& a, size_t n, size_t dim, const char* what) {
+    if (a.ndim() != 2 || static_cast<size_t>(a.shape(0)) != n || static_cast<size_t>(a.shape(1)) != dim)
+        throw InvalidArgument(std::string(what) + " must have shape (" + std::to_string(n) + ", " +
+                              std::to_string(dim) + ")");
+    return a.data();
+}
+
+// Keeps the Python-owned inputs of one commit alive and addressable while the
+// GIL is released.
+struct OwnedPlan {
+    std::string owner;
+    uint32_t round;
+    std::vector<std::string> texts, expected, kept;
+    std::string digests;
+    F32 vectors;
+    std::vector<int64_t> targets;
+};
+
+class Engine {
+public:
+    Engine(const std::string& path, uint32_t dim, const std::string& metric, bool metric_given, bool create,
+           bool readonly, bool sync, size_t exact_cutoff, size_t map_size) {
+        StoreOptions o;
+        o.dim = dim;
+        o.metric = parse_metric(metric);
+        o.metric_given = metric_given;
+        o.create = create;
+        o.readonly = readonly;
+        o.sync = sync;
+        o.exact_cutoff = exact_cutoff;
+        o.map_size = map_size;
+        py::gil_scoped_release nogil;
+        store_ = std::make_unique<Store>(path, o);
+    }
+
+    Store& s() {
+        if (!store_ || store_->closed()) throw Error("store is closed");
+        return *store_;
+    }
+
+    py::tuple prepare(const F32& vectors, const py::bytes& digests, size_t k, float min_similarity) {
+        Store& st = s();
+        std::string d = digests;
+        size_t n = d.size() / kDigestBytes;
+        if (d.size() % kDigestBytes) throw InvalidArgument("digests must be 16 bytes each");
+        const float* v = rows_of(vectors, n, st.dim(), "vectors");
+        PrepareResult r;
+        {
+            py::gil_scoped_release nogil;
+            r = st.prepare(v, n, reinterpret_cast<const unsigned char*>(d.data()), k, min_similarity);
+        }
+        py::array_t<uint64_t> ids(r.candidates.size());
+        py::array_t<float> scores(r.candidates.size());
+        auto pi = ids.mutable_unchecked<1>();
+        auto ps = scores.mutable_unchecked<1>();
+        for (size_t i = 0; i < r.candidates.size(); ++i) {
+            pi(i) = r.candidates[i].id;
+            ps(i) = r.candidates[i].score;
+        }
+        py::dict records;
+        for (const Row& row : r.records)
+            records[py::int_(row.id)] = py::make_tuple(py::str(row.text), owners_tuple(row.owners), row.round);
+        return py::make_tuple(r.seq, r.exact, r.offsets, ids, scores, records);
+    }
+
+    py::tuple commit(const py::list& plans, uint64_t prepared_seq, float min_similarity) {
+        Store& st = s();
+        std::vector<OwnedPlan> owned;
+        owned.reserve(plans.size());
+        for (const py::handle& h : plans) {
+            py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+            if (t.size() != 8) throw InvalidArgument("a commit plan has 8 fields");
+            OwnedPlan p;
+            p.owner = t[0].cast<std::string>();
+            p.round = t[1].cast<uint32_t>();
+            p.texts = t[2].cast<std::vector<std::string>>();
+            p.digests = t[3].cast<std::string>();
+            p.vectors = t[4].cast<F32>();
+            p.targets = t[5].cast<std::vector<int64_t>>();
+            for (const py::handle& e : t[6].cast<py::list>())
+                p.expected.push_back(e.is_none() ? std::string() : e.cast<std::string>());
+            for (const py::handle& e : t[7].cast<py::list>())
+                p.kept.push_back(e.is_none() ? std::string() : e.cast<std::string>());
+            size_t n = p.texts.size();
+            if (p.digests.size() != n * kDigestBytes || p.targets.size() != n || p.expected.size() != n ||
+                p.kept.size() != n)
+                throw InvalidArgument("a commit plan's fields disagree in length");
+            rows_of(p.vectors, n, st.dim(), "vectors");
+            owned.push_back(std::move(p));
+        }
+        std::vector<DepositPlan> ps(owned.size());
+        for (size_t i = 0; i < owned.size(); ++i) {
+            OwnedPlan& o = owned[i];
+            ps[i].owner = o.owner;
+            ps[i].round = o.round;
+            for (size_t j = 0; j < o.texts.size(); ++j) {
+                StatementPlan sp;
+                sp.text = o.texts[j];
+                sp.digest = reinterpret_cast<const unsigned char*>(o.digests.data()) + j * kDigestBytes;
+                sp.vector = o.vectors.data() + j * st.dim();
+                sp.target = o.targets[j];
+                sp.expected = o.expected[j];
+                sp.kept = o.kept[j];
+                ps[i].statements.push_back(sp);
+            }
+        }
+        CommitResult r;
+        {
+            py::gil_scoped_release nogil;
+            r = st.commit(ps, prepared_seq, min_similarity);
+        }
+        if (r.conflict) return py::make_tuple(false, r.why);
+        return py::make_tuple(true, r.ids);
+    }
+
+    py::list recall(const std::string& owner, const F32& query, size_t k, bool expand) {
+        Store& st = s();
+        if (query.ndim() != 1 || static_cast<size_t>(query.shape(0)) != st.dim())
+            throw InvalidArgument("query vector must have shape (" + std::to_string(st.dim()) + ",)");
+        std::vector<Row> rows;
+        {
+            py::gil_scoped_release nogil;
+            rows = st.recall(owner, query.data(), k, expand);
+        }
+        py::list out;
+        for (const Row& r : rows) out.append(row_tuple(r));
+        return out;
+    }
+
+    py::tuple get(uint64_t id) {
+        Store& st = s();
+        Row r;
+        {
+            py::gil_scoped_release nogil;
+            r = st.get(id);
+        }
+        return py::make_tuple(r.id, py::str(r.text), owners_tuple(r.owners), r.round);
+    }
+
+    py::dict stats() {
+        Store& st = s();
+        Stats x;
+        {
+            py::gil_scoped_release nogil;
+            x = st.stats();
+        }
+        py::dict d;
+        d["records"] = x.records;
+        d["deposits"] = x.deposits;
+        d["merges"] = x.merges;
+        d["shared"] = x.shared;
+        d["linked"] = x.linked;
+        d["max_owners"] = x.max_owners;
+        d["agents"] = x.agents;
+        return d;
+    }
+
+    py::list merges(uint64_t after, size_t limit) {
+        Store& st = s();
+        std::vector<MergeRow> rows;
+        {
+            py::gil_scoped_release nogil;
+            rows = st.merges(after, limit);
+        }
+        py::list out;
+        for (const MergeRow& m : rows)
+            out.append(py::make_tuple(m.seq, m.survivor, py::str(m.kept), py::str(m.discarded), py::str(m.owner),
+                                      m.round));
+        return out;
+    }
+
+    void close() {
+        if (!store_) return;
+        py::gil_scoped_release nogil;
+        store_->close();
+        store_.reset();
+    }
+
+    std::unique_ptr<Store> store_;
+};
+
+}  // namespace agentsensus_py
