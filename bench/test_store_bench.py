@@ -1,0 +1,64 @@
+"""Deposit and recall on a 100k-record store, dim 384, judge excluded.
+
+    pytest bench/test_store_bench.py --benchmark-only
+
+The store is built once into bench/.data/ (about a minute here).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+import pytest
+
+from agentsensus import Store, judges
+
+from datasets import DIM, build, copy_of, vectors
+
+N = 100_000
+
+
+@pytest.fixture(scope="module")
+def base() -> str:
+    return build(N)
+
+
+@pytest.fixture
+def writable(base, tmp_path):
+    s = Store(copy_of(base, os.fspath(tmp_path / "s")), judge=judges.never)
+    yield s
+    s.close()
+
+
+def test_deposit_many_round_of_100(benchmark, writable):
+    fresh = vectors(100 * 200, seed=99)
+    rounds = itertools.count()
+
+    def one_round():
+        r = next(rounds)
+        items = [(f"a{j}", [f"new {r} {j}"], fresh[r * 100 + j : r * 100 + j + 1]) for j in range(100)]
+        writable.deposit_many(items, round=r)
+
+    benchmark.pedantic(one_round, rounds=30, iterations=1, warmup_rounds=1)
+    benchmark.extra_info["statements_per_second"] = 100 / benchmark.stats.stats.median
+
+
+def test_deposit_single_statement(benchmark, writable):
+    fresh = vectors(500, seed=98)
+    n = itertools.count()
+
+    def one():
+        i = next(n)
+        writable.deposit("a1", [f"single {i}"], fresh[i : i + 1])
+
+    benchmark.pedantic(one, rounds=200, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("owner", ["a7", "tenth", "all"], ids=["1pct", "10pct", "100pct"])
+def test_recall_k5_expand(benchmark, base, owner):
+    qs = vectors(1000, seed=97)
+    n = itertools.count()
+    with Store(base, readonly=True) as s:
+        benchmark(lambda: s.recall(owner, qs[next(n) % 1000], k=5))
