@@ -35,10 +35,11 @@ def owner_of(i: int) -> str:
 def progress(label: str, done: int, total: int, t0: float) -> None:
     rate = done / max(time.perf_counter() - t0, 1e-9)
     eta = (total - done) / rate if rate else 0.0
-    sys.stderr.write(f"\r{label}: {done:,}/{total:,} ({rate:,.0f}/s, {eta:,.0f}s left)   ")
+    out = sys.stderr
+    out.write(f"\r{label}: {done:,}/{total:,} ({rate:,.0f}/s, {eta:,.0f}s left)   ")
     if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+        out.write("\n")
+    out.flush()
 
 
 def build(n: int, *, seed: int = 0) -> str:

@@ -21,8 +21,11 @@ N = 100_000
 
 
 @pytest.fixture(scope="module")
-def base() -> str:
-    return build(N)
+def base(request) -> str:
+    # Show the build's progress bar through pytest's output capture.
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    with capman.global_and_fixture_disabled():
+        return build(N)
 
 
 @pytest.fixture

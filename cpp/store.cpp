@@ -9,6 +9,7 @@
 
 #include "bytes.hpp"
 #include "limits.hpp"
+#include "parallel.hpp"
 
 namespace agentsensus {
 
@@ -232,12 +233,24 @@ void Store::rebuild_index_locked(MDB_txn* txn) {
     Cursor c(txn, db_.vectors);
     MDB_val k, v;
     bool more = c.op(k, v, MDB_FIRST);
+    std::vector<uint64_t> ids;
+    std::vector<float> vecs;
+    auto flush = [&] {
+        index_->add_many(ids.data(), vecs.data(), ids.size());
+        ids.clear();
+        vecs.clear();
+    };
     while (more) {
         if (k.mv_size != 8 || v.mv_size != dim_ * sizeof(float)) throw Corrupt("a stored vector is damaged");
-        // LMDB's memory is only valid inside the transaction: usearch copies.
-        index_->add(read_be64(k.mv_data), static_cast<const float*>(v.mv_data));
+        // LMDB's memory is only valid inside the transaction: copy out, then
+        // insert in parallel batches.
+        ids.push_back(read_be64(k.mv_data));
+        const float* f = static_cast<const float*>(v.mv_data);
+        vecs.insert(vecs.end(), f, f + dim_);
+        if (ids.size() == 8192) flush();
         more = c.op(k, v, MDB_NEXT);
     }
+    flush();
     applied_seq_ = journal_end(txn);
     index_saved_valid_ = false;
 }
@@ -247,7 +260,10 @@ void Store::catch_up_locked(MDB_txn* txn) {
     Be64 from(applied_seq_ + 1);
     MDB_val k = val(from.b, 8), v;
     bool more = c.op(k, v, MDB_SET_RANGE);
-    std::vector<float> buf(dim_);
+    // Ownership bits and removals apply in journal order; additions (always
+    // of new ids) are gathered and inserted in parallel afterwards.
+    std::vector<uint64_t> adds;
+    std::vector<float> add_vecs;
     while (more) {
         if (k.mv_size != 8 || v.mv_size != 13) throw Corrupt("journal entry is damaged");
         uint64_t seq = read_be64(k.mv_data);
@@ -257,11 +273,17 @@ void Store::catch_up_locked(MDB_txn* txn) {
         uint32_t agent = load<uint32_t>(p + 9);
         auto allow = allow_.find(agent);
         switch (op) {
-            case kAdd:
+            case kAdd: {
                 // The record may be gone in this snapshot (deleted later).
-                if (!index_->contains(id) && vector_of(txn, id, buf.data())) index_->add(id, buf.data());
+                size_t at = add_vecs.size();
+                add_vecs.resize(at + dim_);
+                if (!index_->contains(id) && vector_of(txn, id, add_vecs.data() + at))
+                    adds.push_back(id);
+                else
+                    add_vecs.resize(at);
                 if (allow != allow_.end()) set_bit(allow->second, id);
                 break;
+            }
             case kOwn:
                 if (allow != allow_.end()) set_bit(allow->second, id);
                 break;
@@ -277,6 +299,7 @@ void Store::catch_up_locked(MDB_txn* txn) {
         applied_seq_ = seq;
         more = c.op(k, v, MDB_NEXT);
     }
+    index_->add_many(adds.data(), add_vecs.data(), adds.size());
 }
 
 void Store::sync_index() {
@@ -431,6 +454,7 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
     // lacks are then re-checked at commit instead of being missed.
     out.seq = std::min(journal_end(t.get()), applied_seq_);
     std::vector<uint64_t> named;
+    std::vector<size_t> to_search;
     for (size_t i = 0; i < n; ++i) {
         MDB_val v;
         if (agentsensus::get(t.get(), db_.norms, val(digests + i * kDigestBytes, kDigestBytes), v)) {
@@ -438,16 +462,26 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
             out.exact[i] = read_be64(v.mv_data);
             named.push_back(out.exact[i]);
         } else if (k > 0) {
-            // The index may hold records newer than this snapshot (another
-            // thread caught it up): keep only those the snapshot has.
-            for (const Hit& h : index_->search(qs.data() + i * dim_, k)) {
-                if (h.score < min_similarity) continue;
-                Be64 key(h.id);
-                MDB_val rv;
-                if (!agentsensus::get(t.get(), db_.records, val(key.b, 8), rv)) continue;
-                out.candidates.push_back(h);
-                named.push_back(h.id);
-            }
+            to_search.push_back(i);
+        }
+    }
+    // Searches are independent: spread them over the cores (usearch gives
+    // each thread its own slot). LMDB reads stay on this thread.
+    std::vector<std::vector<Hit>> found(n);
+    parallel_for(to_search.size(), [&](size_t j) {
+        size_t i = to_search[j];
+        found[i] = index_->search(qs.data() + i * dim_, k);
+    });
+    for (size_t i = 0; i < n; ++i) {
+        // The index may hold records newer than this snapshot (another
+        // thread caught it up): keep only those the snapshot has.
+        for (const Hit& h : found[i]) {
+            if (h.score < min_similarity) continue;
+            Be64 key(h.id);
+            MDB_val rv;
+            if (!agentsensus::get(t.get(), db_.records, val(key.b, 8), rv)) continue;
+            out.candidates.push_back(h);
+            named.push_back(h.id);
         }
         out.offsets[i + 1] = static_cast<uint32_t>(out.candidates.size());
     }

@@ -9,7 +9,10 @@
 
 #include <usearch/index_dense.hpp>
 
+#include <mutex>
+
 #include "errors.hpp"
+#include "parallel.hpp"
 
 namespace agentsensus {
 
@@ -17,6 +20,7 @@ namespace us = unum::usearch;
 
 namespace {
 
+constexpr size_t kSerialPrefix = 4096;  // see add_many
 constexpr char kMagic[8] = {'A', 'S', 'I', 'D', 'X', '0', '0', '1'};
 
 us::metric_kind_t kind_of(Metric m) {
@@ -87,6 +91,34 @@ void VectorIndex::add(uint64_t id, const float* v) {
     }
     auto r = ix.add(id, v);
     check(r, "usearch add");
+}
+
+void VectorIndex::add_many(const uint64_t* ids, const float* vs, size_t n) {
+    if (n == 0) return;
+    auto& ix = impl_->index;
+    // Reserve once, up front: reserve must not run during adds.
+    if (ix.size() + n > ix.capacity()) {
+        size_t want = std::max<size_t>({1024, ix.capacity() * 2, ix.size() + n});
+        ix.reserve(us::index_limits_t(want, thread_slots()));
+    }
+    // Concurrent inserts into a near-empty graph race for its entry points and
+    // leave it poorly connected: grow the first part of it one at a time.
+    size_t serial = std::min(n, ix.size() < kSerialPrefix ? kSerialPrefix - ix.size() : size_t(0));
+    for (size_t i = 0; i < serial; ++i) add(ids[i], vs + i * impl_->dim);
+    ids += serial;
+    vs += serial * impl_->dim;
+    n -= serial;
+    std::string error;
+    std::mutex error_mu;
+    parallel_for(n, [&](size_t i) {
+        auto r = ix.add(ids[i], vs + i * impl_->dim);
+        if (!r) {
+            std::lock_guard<std::mutex> g(error_mu);
+            if (error.empty()) error = r.error.what();
+            r.error.release();
+        }
+    });
+    if (!error.empty()) throw Error("usearch add: " + error);
 }
 
 void VectorIndex::remove(uint64_t id) {

@@ -39,6 +39,8 @@ public:
 
     // Vectors are already unit length under cos.
     void add(uint64_t id, const float* v);
+    // Adds n vectors (rows of vs), on several threads when n is large.
+    void add_many(const uint64_t* ids, const float* vs, size_t n);
     void remove(uint64_t id);
     bool contains(uint64_t id) const;
     // Copies the stored vector of id into out; false when absent.

@@ -66,10 +66,10 @@ class BatchPlanner:
         self.k = candidates
         self.min_similarity = min_similarity
         self.policy = policy
-        self.seq: Optional[int] = None
+        self.seq: int = 0
         self.existing: dict[int, _Staged] = {}  # committed records this batch touched
         self.new: list[_Staged] = []  # new records, provisional id -(j+1)
-        self.new_vectors: list[F32] = []  # normalized as the engine compares them
+        self._staged_vecs: F32 = np.zeros((0, 0), np.float32)  # rows: new records, as the engine compares them
         self.by_digest: dict[bytes, int] = {}  # normalized text -> record (either kind)
         self.plans: list[tuple[Any, ...]] = []
         self.merged: list[list[bool]] = []
@@ -94,27 +94,42 @@ class BatchPlanner:
             self.existing[rid] = _Staged(text, set(owners), rnd)
         return self.existing[rid]
 
-    def _similarities(self, v: F32) -> F32:
-        m = np.stack(self.new_vectors)
+    def _similarities(self, vs: F32) -> F32:
+        """Scores of each row of vs against every staged new record."""
+        m = self._staged_vecs[: len(self.new)]
         if self.metric == "l2sq":
-            d = m - v
-            return -np.einsum("ij,ij->i", d, d)
-        return m @ v
+            return -(np.einsum("ij,ij->i", vs, vs)[:, None] - 2 * vs @ m.T + np.einsum("ij,ij->i", m, m)[None, :])
+        return vs @ m.T
 
     # -- the two halves of an item ------------------------------------------
 
-    def begin(self, item: Item) -> tuple[_Pending, dict[int, tuple[str, tuple[str, ...], int]]]:
-        """Prepares an item and returns its pending decisions (with the judge
-        requests to send, possibly none)."""
-        seq, exact, offsets, cand_ids, cand_scores, committed = self.engine.prepare(
-            item.vectors, b"".join(item.digests), self.k, self.min_similarity
+    def prepare(self, items: Sequence[Item]) -> None:
+        """One engine prepare for the whole batch: one snapshot, and the
+        engine searches the statements in parallel."""
+        vecs = items[0].vectors if len(items) == 1 else np.concatenate([it.vectors for it in items])
+        digests = b"".join(b"".join(it.digests) for it in items)
+        self.seq, self._exact, self._offsets, self._ids, self._scores, self._committed = self.engine.prepare(
+            vecs, digests, self.k, self.min_similarity
         )
-        if self.seq is None:
-            self.seq = seq
+        self._staged_vecs = np.empty((len(digests) // 16, vecs.shape[1]), np.float32)
+        self._base: list[int] = []
+        at = 0
+        for it in items:
+            self._base.append(at)
+            at += len(it.statements)
+
+    def begin(self, n: int, item: Item) -> tuple[_Pending, dict[int, tuple[str, tuple[str, ...], int]]]:
+        """Item n's pending decisions, with the judge requests to send
+        (possibly none)."""
+        base = self._base[n]
+        exact = self._exact[base : base + len(item.statements)]
+        offsets = self._offsets[base : base + len(item.statements) + 1]
+        cand_ids, cand_scores, committed = self._ids, self._scores, self._committed
         pend = _Pending(item)
         vecs = item.vectors
         if self.metric == "cos":
             vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+        staged_sims = self._similarities(vecs) if self.new else None
         first_with_digest: dict[bytes, int] = {}
         for i, (text, digest) in enumerate(zip(item.statements, item.digests)):
             if digest in self.by_digest:
@@ -128,9 +143,9 @@ class BatchPlanner:
                 cands = [
                     (float(cand_scores[j]), int(cand_ids[j])) for j in range(offsets[i], offsets[i + 1])
                 ]
-                if self.new_vectors:
-                    sims = self._similarities(vecs[i])
-                    cands += [(float(s), -(j + 1)) for j, s in enumerate(sims) if s >= self.min_similarity]
+                if staged_sims is not None:
+                    hit = np.flatnonzero(staged_sims[i] >= self.min_similarity)
+                    cands += [(float(staged_sims[i, j]), -(int(j) + 1)) for j in hit]
                 if cands:
                     cands.sort(key=lambda c: (-c[0], c[1]))
                     mems = [self._memory(rid, committed, score) for score, rid in cands[: self.k]]
@@ -138,8 +153,7 @@ class BatchPlanner:
                     pend.requests.append(JudgeRequest(text, item.owner, mems))
                 else:
                     pend.kinds.append(("new",))
-        pend_committed = committed
-        return pend, pend_committed
+        return pend, committed
 
     def finish(
         self,
@@ -184,8 +198,8 @@ class BatchPlanner:
             else:
                 target = None
             if target is None:
+                self._staged_vecs[len(self.new)] = vecs[i]
                 self.new.append(_Staged(text, {item.owner}, item.round))
-                self.new_vectors.append(np.ascontiguousarray(vecs[i]))
                 rid = -len(self.new)
                 targets.append(0)
                 expected.append(None)

@@ -202,15 +202,16 @@ class Store:
         engine = self._writable()
         for _ in range(_MAX_ATTEMPTS):
             planner = BatchPlanner(engine, self.metric, self.candidates, self.min_similarity, self._policy)
-            for item in items:
-                pending, committed = planner.begin(item)
+            planner.prepare(items)
+            for n, item in enumerate(items):
+                pending, committed = planner.begin(n, item)
                 verdicts: Sequence[Optional[int]] = []
                 if pending.requests:
                     verdicts = yield pending.requests
                     if not isinstance(verdicts, (list, tuple)):
                         raise TypeError(f"judge must return a list, got {type(verdicts).__name__}")
                 planner.finish(pending, committed, verdicts)
-            ok, result = engine.commit(planner.plans, planner.seq or 0, self.min_similarity)
+            ok, result = engine.commit(planner.plans, planner.seq, self.min_similarity)
             if ok:
                 return [Deposit(list(ids), merged) for ids, merged in zip(result, planner.merged)]
         raise ContentionError(f"deposit gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing it")
