@@ -4,6 +4,8 @@
 
 using namespace agentsensus_py;
 
+void bind_fence(pybind11::module_& m);
+
 PYBIND11_MODULE(_core, m) {
     m.doc() = "agentsensus engine (C++): LMDB storage, usearch search, consensus merges.";
 
@@ -60,4 +62,6 @@ PYBIND11_MODULE(_core, m) {
         .def("stats", &Engine::stats)
         .def("merges", &Engine::merges)
         .def("close", &Engine::close);
+
+    bind_fence(m);
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from . import embedders, judges, policies
 from ._version import __version__
 from .errors import ContentionError, CorruptStoreError, Error
+from .fence import Check, Fence, Link, Stale, StalePlanError
 from .judges import JudgeRequest
 from .records import Deposit, Memory, Merge, Stats
 from .store import Store
@@ -25,6 +26,11 @@ __all__ = [
     "Error",
     "CorruptStoreError",
     "ContentionError",
+    "Fence",
+    "Link",
+    "Stale",
+    "Check",
+    "StalePlanError",
     "judges",
     "embedders",
     "policies",

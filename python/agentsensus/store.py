@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import os
 import threading
-from typing import Any, Awaitable, Callable, Generator, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from .normalize import text_digest
 from .policies import MergePolicy, resolve
 from .records import Deposit, Memory, Merge, Stats
 from .validation import check_k, check_owner, check_query, check_round, check_statements, check_vectors
+
+if TYPE_CHECKING:
+    from .fence import Fence
 
 __all__ = ["Store"]
 
@@ -133,12 +136,15 @@ class Store:
         self.embed = embed
         self.candidates = candidates
         self.min_similarity = float(min_similarity)
+        self._lineage = _core.Lineage(self._engine)  # Planfence tables: opened before any other thread can use the store
 
     # -- lifecycle -------------------------------------------------------------
 
     def close(self) -> None:
         """Saves the index and releases the store; calling it again does nothing."""
         engine, self._engine = self._engine, None
+        for planfence in ("_fence", "_lineage"):  # they reach the engine: drop them with it
+            self.__dict__.pop(planfence, None)
         if engine is not None:
             try:
                 engine.close()
@@ -166,6 +172,17 @@ class Store:
     def closed(self) -> bool:
         """True once ``close`` has run."""
         return self._engine is None
+
+    @property
+    def fence(self) -> "Fence":
+        """Planfence derivation currency, kept in this store's lineage tables
+        (see :class:`agentsensus.fence.Fence`)."""
+        self._e()
+        if "_fence" not in self.__dict__:
+            from .fence import Fence
+
+            self.__dict__["_fence"] = Fence(self, self.__dict__["_lineage"])
+        return self.__dict__["_fence"]  # type: ignore[no-any-return]
 
     def _e(self) -> Any:
         if self._engine is None:

@@ -1,0 +1,547 @@
+#include "lineage.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "bytes.hpp"
+#include "errors.hpp"
+#include "limits.hpp"
+
+namespace agentsensus {
+
+namespace {
+
+// Tables. Keys of lin_versions and lin_values: Be32 key id + Be64 version,
+// so one key's versions sit together in version order.
+constexpr const char* kKeys = "lin_keys";          // key name -> KeyRec
+constexpr const char* kOwners = "lin_owners";      // 'n'+name -> u32 id; 'i'+Be32 id -> name
+constexpr const char* kVersions = "lin_versions";  // (key, version) -> VersionRec
+constexpr const char* kValues = "lin_values";      // (key, version) -> value bytes
+constexpr const char* kMeta = "lin_meta";          // counters
+
+// VersionRec: digest[16] kind:u8 n:u32, then n inputs of
+// owner:u32 version:u64 digest[16] derived:u8 name_len:u16 name.
+// Input names are stored inline so a frontier walk needs no lookup per link.
+constexpr size_t kVersionHeader = kValueDigestBytes + 1 + 4;
+
+// Thrown to roll back a dry run.
+struct DryRun {};
+
+struct VersionKey {
+    unsigned char b[12];
+    VersionKey(uint32_t key, uint64_t version) {
+        Be32 k(key);
+        Be64 v(version);
+        std::memcpy(b, k.b, 4);
+        std::memcpy(b + 4, v.b, 8);
+    }
+    MDB_val mv() const { return val(b, sizeof b); }
+};
+
+struct ParsedVersion {
+    ValueDigest digest{};
+    uint8_t kind = 0;
+    uint32_t n = 0;
+    std::string_view inputs;  // the raw input entries
+};
+
+bool parse_version(const MDB_val& v, ParsedVersion& out) {
+    Reader r(v.mv_data, v.mv_size);
+    std::string_view d;
+    if (!r.get_bytes(kValueDigestBytes, d) || !r.get(out.kind) || !r.get(out.n)) return false;
+    std::memcpy(out.digest.data(), d.data(), kValueDigestBytes);
+    out.inputs = r.rest();
+    return true;
+}
+
+struct InputEntry {
+    uint32_t owner;
+    uint64_t version;
+    ValueDigest digest;
+    uint8_t derived;
+    std::string_view name;
+};
+
+// Iterates the input entries of a version; false at the end, throws Corrupt
+// on a short record.
+class InputReader {
+public:
+    explicit InputReader(std::string_view s) : r_(s.data(), s.size()) {}
+    bool next(InputEntry& e) {
+        if (r_.rest().empty()) return false;
+        std::string_view d;
+        uint16_t len = 0;
+        if (!r_.get(e.owner) || !r_.get(e.version) || !r_.get_bytes(kValueDigestBytes, d) || !r_.get(e.derived) ||
+            !r_.get(len) || !r_.get_bytes(len, e.name))
+            throw Corrupt("a lineage version record is truncated");
+        std::memcpy(e.digest.data(), d.data(), kValueDigestBytes);
+        return true;
+    }
+
+private:
+    Reader r_;
+};
+
+void check_name(std::string_view s, size_t limit, const char* what) {
+    if (s.empty()) throw InvalidArgument(std::string(what) + " must be a non-empty string");
+    if (s.size() > limit)
+        throw InvalidArgument(std::string(what) + " is " + std::to_string(s.size()) + " bytes; the limit is " +
+                              std::to_string(limit));
+}
+
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+}  // namespace
+
+// ------------------------------------------------------------------- opening
+
+Lineage::Lineage(Env& env) : env_(env) {
+    if (!env.readonly()) {
+        db_.keys = env.open_db(kKeys, 0);
+        db_.owners = env.open_db(kOwners, 0);
+        db_.versions = env.open_db(kVersions, 0);
+        db_.values = env.open_db(kValues, 0);
+        db_.meta = env.open_db(kMeta, 0);
+        present_ = true;
+        return;
+    }
+    // Read-only: a store that never had lineage has no tables, and that is
+    // an empty lineage, not an error (Env::open_db would call it corrupt).
+    for (;;) {
+        std::shared_lock<std::shared_mutex> lock(env.resize_mutex());
+        MDB_txn* txn = nullptr;
+        int rc = mdb_txn_begin(env.raw(), nullptr, MDB_RDONLY, &txn);
+        if (rc == MDB_MAP_RESIZED) {
+            lock.unlock();
+            env.adopt_resize();
+            continue;
+        }
+        if (rc) throw_lmdb(rc, "mdb_txn_begin(lineage)");
+        MDB_dbi probe;
+        rc = mdb_dbi_open(txn, kKeys, 0, &probe);
+        mdb_txn_abort(txn);
+        if (rc == MDB_NOTFOUND) return;
+        if (rc) throw_lmdb(rc, "mdb_dbi_open(lin_keys)");
+        break;
+    }
+    db_.keys = env.open_db(kKeys, 0);
+    db_.owners = env.open_db(kOwners, 0);
+    db_.versions = env.open_db(kVersions, 0);
+    db_.values = env.open_db(kValues, 0);
+    db_.meta = env.open_db(kMeta, 0);
+    present_ = true;
+}
+
+// ------------------------------------------------------------------- lookups
+
+std::optional<Lineage::KeyRec> Lineage::key_rec(MDB_txn* txn, std::string_view key) {
+    if (!present_) return std::nullopt;
+    MDB_val v;
+    if (!get(txn, db_.keys, val(key), v)) return std::nullopt;
+    if (v.mv_size != sizeof(KeyRec)) throw Corrupt("lineage key " + quoted(key) + " has a damaged record");
+    return load<KeyRec>(v.mv_data);
+}
+
+std::optional<uint32_t> Lineage::owner_id(MDB_txn* txn, std::string_view owner) {
+    if (!present_) return std::nullopt;
+    std::string k = "n";
+    k.append(owner);
+    MDB_val v;
+    if (!get(txn, db_.owners, val(k), v)) return std::nullopt;
+    if (v.mv_size != 4) throw Corrupt("lineage owner " + quoted(owner) + " has a damaged record");
+    return load<uint32_t>(v.mv_data);
+}
+
+std::string Lineage::owner_name(MDB_txn* txn, uint32_t id) {
+    unsigned char k[5] = {'i'};
+    Be32 b(id);
+    std::memcpy(k + 1, b.b, 4);
+    MDB_val v;
+    if (!get(txn, db_.owners, val(k, 5), v)) throw Corrupt("lineage owner id " + std::to_string(id) + " is missing");
+    return std::string(view(v));
+}
+
+bool Lineage::version_digest(MDB_txn* txn, uint32_t key, uint64_t version, ValueDigest& out) {
+    MDB_val v;
+    if (!get(txn, db_.versions, VersionKey(key, version).mv(), v)) return false;
+    if (v.mv_size < kValueDigestBytes) throw Corrupt("a lineage version record is truncated");
+    std::memcpy(out.data(), v.mv_data, kValueDigestBytes);
+    return true;
+}
+
+KeyInfo Lineage::info(std::string_view key) {
+    ReadTxn t(env_);
+    auto rec = key_rec(t.get(), key);
+    if (!rec) throw NotFound("no lineage key " + quoted(key));
+    return KeyInfo{owner_name(t.get(), rec->owner), rec->head};
+}
+
+std::string Lineage::value(std::string_view key, uint64_t version) {
+    ReadTxn t(env_);
+    auto rec = key_rec(t.get(), key);
+    if (!rec) throw NotFound("no lineage key " + quoted(key));
+    uint64_t ver = version ? version : rec->head;
+    MDB_val v;
+    if (!get(t.get(), db_.values, VersionKey(rec->id, ver).mv(), v))
+        throw NotFound("key " + quoted(key) + " has no version " + std::to_string(ver) + " here (head is " +
+                       std::to_string(rec->head) + ")");
+    return std::string(view(v));
+}
+
+std::vector<std::string> Lineage::keys() {
+    std::vector<std::string> out;
+    if (!present_) return out;
+    ReadTxn t(env_);
+    Cursor c(t.get(), db_.keys);
+    MDB_val k, v;
+    for (bool ok = c.op(k, v, MDB_FIRST); ok; ok = c.op(k, v, MDB_NEXT)) out.emplace_back(view(k));
+    return out;
+}
+
+// ------------------------------------------------------------------- writes
+
+uint64_t Lineage::next_counter(MDB_txn* txn, const char* name) {
+    MDB_val v;
+    uint64_t next = 1;
+    if (get(txn, db_.meta, val(name, std::strlen(name)), v)) {
+        if (v.mv_size != 8) throw Corrupt(std::string("lineage counter ") + name + " is damaged");
+        next = load<uint64_t>(v.mv_data);
+    }
+    uint64_t after = next + 1;
+    put(txn, db_.meta, val(name, std::strlen(name)), val(&after, 8));
+    return next;
+}
+
+uint32_t Lineage::ensure_owner(MDB_txn* txn, std::string_view owner) {
+    if (auto id = owner_id(txn, owner)) return *id;
+    uint64_t next = next_counter(txn, "next_owner");
+    if (next > UINT32_MAX) throw Error("too many lineage owners");
+    uint32_t id = static_cast<uint32_t>(next);
+    std::string k = "n";
+    k.append(owner);
+    put(txn, db_.owners, val(k), val(&id, 4));
+    unsigned char ik[5] = {'i'};
+    Be32 b(id);
+    std::memcpy(ik + 1, b.b, 4);
+    put(txn, db_.owners, val(ik, 5), val(owner));
+    return id;
+}
+
+uint64_t Lineage::apply_one(MDB_txn* txn, const LineageOp& op) {
+    check_name(op.key, kMaxKeyBytes, "key");
+    check_name(op.owner, kMaxOwnerBytes, "owner");
+    if (op.value.size() > kMaxValueBytes)
+        throw InvalidArgument("value of " + quoted(op.key) + " is " + std::to_string(op.value.size()) +
+                              " bytes; the limit is " + std::to_string(kMaxValueBytes));
+
+    // Inputs first: nothing about the key is touched before they validate.
+    struct Resolved {
+        std::string_view name;
+        uint32_t owner;
+        uint64_t version;
+        ValueDigest digest;
+        uint8_t derived;
+    };
+    std::vector<Resolved> inputs;
+    if (op.kind == LineageOp::derive) {
+        if (op.inputs.empty()) throw InvalidArgument("inputs of " + quoted(op.key) + " is empty: a derived item needs at least one input");
+        if (op.inputs.size() > kMaxInputs)
+            throw InvalidArgument("inputs of " + quoted(op.key) + " has " + std::to_string(op.inputs.size()) +
+                                  " entries; the limit is " + std::to_string(kMaxInputs));
+        inputs.reserve(op.inputs.size());
+        for (const auto& [name, version] : op.inputs) {
+            check_name(name, kMaxKeyBytes, "an input key");
+            auto rec = key_rec(txn, name);
+            if (!rec) throw NotFound("input " + quoted(name) + " of " + quoted(op.key) + " does not exist");
+            if (version == 0) throw InvalidArgument("input " + quoted(name) + ": versions start at 1, got 0");
+            MDB_val v;
+            if (!get(txn, db_.versions, VersionKey(rec->id, version).mv(), v))
+                throw NotFound("input " + quoted(name) + " of " + quoted(op.key) + " has no version " +
+                               std::to_string(version) + " (head is " + std::to_string(rec->head) + ")");
+            ParsedVersion pv;
+            if (!parse_version(v, pv)) throw Corrupt("a lineage version record is truncated");
+            inputs.push_back(Resolved{name, rec->owner, version, pv.digest, uint8_t(pv.n > 0 ? 1 : 0)});
+        }
+        std::sort(inputs.begin(), inputs.end(), [](const Resolved& a, const Resolved& b) { return a.name < b.name; });
+        for (size_t i = 1; i < inputs.size(); ++i)
+            if (inputs[i].name == inputs[i - 1].name)
+                throw InvalidArgument("input " + quoted(inputs[i].name) + " is named twice");
+    }
+    if (op.kind == LineageOp::observe && op.version == 0)
+        throw InvalidArgument("observed version of " + quoted(op.key) + " must be at least 1");
+
+    uint32_t owner = ensure_owner(txn, op.owner);
+    auto rec = key_rec(txn, op.key);
+    KeyRec r{};
+    if (rec) {
+        r = *rec;
+        if (r.owner != owner)
+            throw InvalidArgument("key " + quoted(op.key) + " is owned by " + quoted(owner_name(txn, r.owner)) +
+                                  ", not " + quoted(op.owner));
+    } else {
+        uint64_t id = next_counter(txn, "next_key");
+        if (id > UINT32_MAX) throw Error("too many lineage keys");
+        r = KeyRec{static_cast<uint32_t>(id), owner, 0};
+    }
+
+    uint64_t version;
+    if (op.kind == LineageOp::observe) {
+        version = op.version;
+        ValueDigest have;
+        if (version_digest(txn, r.id, version, have)) {
+            if (have != op.digest)
+                throw InvalidArgument("version " + std::to_string(version) + " of " + quoted(op.key) +
+                                      " is already recorded with other content");
+            return version;  // seen before: nothing to do
+        }
+        if (version > r.head) r.head = version;
+    } else {
+        version = r.head + 1;
+        r.head = version;
+    }
+
+    std::string rec_bytes;
+    rec_bytes.reserve(kVersionHeader + inputs.size() * 48);
+    rec_bytes.append(reinterpret_cast<const char*>(op.digest.data()), kValueDigestBytes);
+    append<uint8_t>(rec_bytes, static_cast<uint8_t>(op.kind));
+    append<uint32_t>(rec_bytes, static_cast<uint32_t>(inputs.size()));
+    for (const Resolved& in : inputs) {
+        append<uint32_t>(rec_bytes, in.owner);
+        append<uint64_t>(rec_bytes, in.version);
+        rec_bytes.append(reinterpret_cast<const char*>(in.digest.data()), kValueDigestBytes);
+        append<uint8_t>(rec_bytes, in.derived);
+        append<uint16_t>(rec_bytes, static_cast<uint16_t>(in.name.size()));
+        rec_bytes.append(in.name);
+    }
+    VersionKey vk(r.id, version);
+    put(txn, db_.versions, vk.mv(), val(rec_bytes));
+    put(txn, db_.values, vk.mv(), val(op.value));
+    put(txn, db_.keys, val(op.key), val(&r, sizeof r));
+    return version;
+}
+
+std::vector<uint64_t> Lineage::apply(const std::vector<LineageOp>& ops, bool commit) {
+    if (!present_) throw Error("store is open read-only");
+    std::vector<uint64_t> out;
+    try {
+        env_.write([&](MDB_txn* txn) {
+            out.clear();  // the map may grow and fn run again
+            for (const LineageOp& op : ops) out.push_back(apply_one(txn, op));
+            if (!commit) throw DryRun{};
+        });
+    } catch (const DryRun&) {
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------- frontier
+
+std::vector<LinkRow> Lineage::frontier_in(MDB_txn* txn, std::string_view key, const Scope* scope) {
+    auto root = key_rec(txn, key);
+    if (!root) throw NotFound("no lineage key " + quoted(key));
+    std::vector<LinkRow> out;
+    if (root->head == 0) return out;
+
+    struct Node {
+        uint32_t key;
+        uint64_t version;
+        bool in_scope;  // a derived key above it on this path is in scope
+    };
+    // Visited (key, version) -> the strongest in_scope it was walked with: a
+    // version reached again only matters if now in scope and before not.
+    std::unordered_map<uint64_t, std::unordered_map<uint64_t, bool>> seen_nodes;
+    std::unordered_map<uint32_t, std::string> owners;
+    auto owner_of = [&](uint32_t id) -> const std::string& {
+        auto it = owners.find(id);
+        if (it == owners.end()) it = owners.emplace(id, owner_name(txn, id)).first;
+        return it->second;
+    };
+
+    std::vector<Node> stack{{root->id, root->head, scope == nullptr || scope->count(std::string(key)) > 0}};
+    seen_nodes[root->id][root->head] = stack.back().in_scope;
+    while (!stack.empty()) {
+        Node n = stack.back();
+        stack.pop_back();
+        MDB_val v;
+        if (!get(txn, db_.versions, VersionKey(n.key, n.version).mv(), v)) continue;  // an observed gap
+        ParsedVersion pv;
+        if (!parse_version(v, pv)) throw Corrupt("a lineage version record is truncated");
+        InputReader ir(pv.inputs);
+        InputEntry e;
+        while (ir.next(e)) {
+            bool in = n.in_scope || (scope != nullptr && scope->count(std::string(e.name)) > 0);
+            // Duplicates (one input reached along two paths) go after the sort.
+            if (in) out.push_back(LinkRow{std::string(e.name), owner_of(e.owner), e.version, e.digest, e.derived != 0});
+            if (!e.derived) continue;
+            auto rec = key_rec(txn, e.name);
+            if (!rec) throw Corrupt("lineage input " + quoted(e.name) + " is recorded but missing");
+            auto& seen = seen_nodes[rec->id];
+            auto it = seen.find(e.version);
+            if (it != seen.end() && (it->second || !in)) continue;  // cycle-safe: each node walked at most twice
+            seen[e.version] = in;
+            stack.push_back(Node{rec->id, e.version, in});
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const LinkRow& a, const LinkRow& b) {
+        if (a.owner != b.owner) return a.owner < b.owner;
+        if (a.key != b.key) return a.key < b.key;
+        return a.version < b.version;
+    });
+    out.erase(std::unique(out.begin(), out.end(),
+                          [](const LinkRow& a, const LinkRow& b) { return a.version == b.version && a.key == b.key; }),
+              out.end());
+    return out;
+}
+
+std::vector<LinkRow> Lineage::frontier(std::string_view key, const Scope* scope) {
+    ReadTxn t(env_);
+    return frontier_in(t.get(), key, scope);
+}
+
+PreparedCheck Lineage::group(std::vector<LinkRow> links) {
+    PreparedCheck p;
+    std::vector<HeadQuery> q;
+    for (size_t i = 0; i < links.size();) {
+        OwnerGroup g;
+        g.owner = links[i].owner;
+        q.clear();
+        for (; i < links.size() && links[i].owner == g.owner; ++i) {
+            q.push_back(HeadQuery{links[i].key, links[i].version});
+            g.links.push_back(std::move(links[i]));
+        }
+        g.query = encode_query(q);
+        p.groups.push_back(std::move(g));
+    }
+    return p;
+}
+
+PreparedCheck Lineage::prepare(std::string_view key, const Scope* scope) {
+    ReadTxn t(env_);
+    return group(frontier_in(t.get(), key, scope));
+}
+
+PreparedCheck Lineage::prepare_all() {
+    std::vector<LinkRow> links;
+    if (present_) {
+        ReadTxn t(env_);
+        std::unordered_map<uint32_t, std::string> owners;
+        Cursor c(t.get(), db_.keys);
+        MDB_val k, v;
+        for (bool ok = c.op(k, v, MDB_FIRST); ok; ok = c.op(k, v, MDB_NEXT)) {
+            if (v.mv_size != sizeof(KeyRec)) throw Corrupt("a lineage key record is damaged");
+            KeyRec r = load<KeyRec>(v.mv_data);
+            if (r.head == 0) continue;
+            auto it = owners.find(r.owner);
+            if (it == owners.end()) it = owners.emplace(r.owner, owner_name(t.get(), r.owner)).first;
+            LinkRow l;
+            l.key = std::string(view(k));
+            l.owner = it->second;
+            l.version = r.head;
+            version_digest(t.get(), r.id, r.head, l.digest);
+            links.push_back(std::move(l));
+        }
+    }
+    std::sort(links.begin(), links.end(), [](const LinkRow& a, const LinkRow& b) {
+        return a.owner != b.owner ? a.owner < b.owner : a.key < b.key;
+    });
+    return group(std::move(links));
+}
+
+// ------------------------------------------------------------------- heads
+
+std::string Lineage::answer_in(MDB_txn* txn, std::string_view owner, std::string_view query) {
+    std::vector<HeadQuery> q;
+    if (!decode_query(query, q, kMaxInputs * 16)) throw InvalidArgument("malformed head query");
+    std::vector<HeadAnswer> a(q.size());
+    auto oid = owner_id(txn, owner);
+    if (oid) {
+        // Queries are sorted and often cover neighbouring keys: walk one
+        // cursor forward a few steps before seeking again.
+        Cursor c(txn, db_.keys);
+        MDB_val ck, cv;
+        bool at = false;  // the cursor sits on a valid entry
+        for (size_t i = 0; i < q.size(); ++i) {
+            std::string_view want = q[i].key;
+            bool found = false;
+            for (int step = 0; at && step < 4; ++step) {
+                int cmp = view(ck).compare(want);
+                if (cmp == 0) {
+                    found = true;
+                    break;
+                }
+                if (cmp > 0) break;
+                at = c.op(ck, cv, MDB_NEXT);
+            }
+            if (!found && !(at && view(ck) > want)) {
+                ck = val(want);
+                at = c.op(ck, cv, MDB_SET_RANGE);
+                found = at && view(ck) == want;
+            }
+            if (!found) continue;  // unknown: the check blocks
+            if (cv.mv_size != sizeof(KeyRec)) throw Corrupt("lineage key " + quoted(want) + " has a damaged record");
+            KeyRec kr = load<KeyRec>(cv.mv_data);
+            const KeyRec* rec = &kr;
+            if (rec->owner != *oid || rec->head == 0) continue;
+            a[i].head = rec->head;
+            if (rec->head != q[i].recorded && q[i].recorded != 0) {
+                ValueDigest h, r;
+                a[i].same = version_digest(txn, rec->id, rec->head, h) &&
+                            version_digest(txn, rec->id, q[i].recorded, r) && h == r;
+            }
+        }
+    }
+    return encode_answer(a);
+}
+
+std::string Lineage::answer(std::string_view owner, std::string_view query) {
+    ReadTxn t(env_);
+    return answer_in(t.get(), owner, query);
+}
+
+CheckResult Lineage::finish(const PreparedCheck& p, const std::vector<const std::string*>& answers) {
+    if (answers.size() != p.groups.size()) throw InvalidArgument("one answer per owner is needed");
+    CheckResult r;
+    r.owners_asked = static_cast<uint32_t>(p.groups.size());
+    std::vector<HeadAnswer> a;
+    for (size_t g = 0; g < p.groups.size(); ++g) {
+        const OwnerGroup& grp = p.groups[g];
+        r.bytes += grp.query.size();
+        StaleWhy blanket = StaleWhy::no_answer;
+        bool ok = false;
+        if (answers[g]) {
+            r.bytes += answers[g]->size();
+            ok = decode_answer(*answers[g], grp.links.size(), a);
+            if (!ok) blanket = StaleWhy::malformed;
+        }
+        for (size_t i = 0; i < grp.links.size(); ++i) {
+            const LinkRow& l = grp.links[i];
+            if (!ok) {
+                r.stale.push_back(StaleRow{l.key, l.owner, l.version, 0, blanket});
+                continue;
+            }
+            const HeadAnswer& h = a[i];
+            if (h.head == 0) {
+                r.stale.push_back(StaleRow{l.key, l.owner, l.version, 0, StaleWhy::unknown});
+            } else if (h.head != l.version && !h.same) {
+                r.stale.push_back(StaleRow{l.key, l.owner, l.version, h.head, StaleWhy::moved});
+            }
+        }
+    }
+    r.current = r.stale.empty();
+    return r;
+}
+
+CheckResult Lineage::check_local(std::string_view key, const Scope* scope) {
+    ReadTxn t(env_);
+    PreparedCheck p = group(frontier_in(t.get(), key, scope));
+    std::vector<std::string> answers;
+    answers.reserve(p.groups.size());
+    for (const OwnerGroup& g : p.groups) answers.push_back(answer_in(t.get(), g.owner, g.query));
+    std::vector<const std::string*> ptrs;
+    for (const std::string& s : answers) ptrs.push_back(&s);
+    return finish(p, ptrs);
+}
+
+}  // namespace agentsensus

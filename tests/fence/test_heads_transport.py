@@ -1,0 +1,149 @@
+"""Owners in other processes: two owner processes serve their heads over the
+real HTTP transport (aiohttp) on 127.0.0.1; a planner checks against them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from typing import Iterator
+
+import pytest
+
+from agentsensus import StalePlanError, Store
+from agentsensus.heads_transport import HeadsClient, HeadsServer, OwnerUnavailable
+
+HERE = os.path.dirname(__file__)
+
+
+class Owner:
+    def __init__(self, path: str, owner: str, keys: list[str]) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        self.p = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "owner_process.py"), path, owner, *keys],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        line = self.p.stdout.readline()
+        assert line.startswith("listening "), line
+        self.url = line.split()[1]
+
+    def publish(self, key: str, value: str) -> int:
+        self.p.stdin.write(f"publish {key} {value}\n")
+        self.p.stdin.flush()
+        return int(self.p.stdout.readline().split()[1])
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGCONT)
+            self.p.stdin.close()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+@pytest.fixture
+def owners(tmp_path) -> Iterator[dict[str, Owner]]:
+    o = {
+        "alice": Owner(os.fspath(tmp_path / "alice"), "alice", ["req", "scope-doc"]),
+        "bob": Owner(os.fspath(tmp_path / "bob"), "bob", ["budget"]),
+    }
+    yield o
+    for x in o.values():
+        x.stop()
+
+
+def _plan(store: Store, client: HeadsClient) -> None:
+    f = store.fence
+    for owner, key in (("alice", "req"), ("alice", "scope-doc"), ("bob", "budget")):
+        version, value = client.fetch(owner, key)
+        f.observe(key, owner, version, value)
+    f.derive("plan", "planner", "the plan", {k: f.head(k) for k in ("req", "scope-doc", "budget")})
+
+
+def test_a_revision_in_another_process_is_caught_and_replanned(tmp_path, owners):
+    with Store(os.fspath(tmp_path / "planner"), dim=4) as store, HeadsClient(
+        {o: x.url for o, x in owners.items()}, timeout=5
+    ) as client:
+        _plan(store, client)
+        f = store.fence
+        c = f.check("plan", heads=client)
+        assert c.current and c.owners_asked == 2 and c.bytes > 0
+        assert owners["alice"].publish("req", "revised requirement") == 2
+        c = f.check("plan", heads=client)
+        assert not c.current
+        assert [(s.key, s.owner, s.recorded, s.head) for s in c.stale] == [("req", "alice", 1, 2)]
+        c = f.guard("plan", heads=client, replan=lambda c: _plan(store, client))
+        assert c.current and f.head("plan") == 2
+        assert f.frontier("plan")[0].version == 2
+
+
+def test_identical_republish_in_another_process_is_current_by_digest(tmp_path, owners):
+    with Store(os.fspath(tmp_path / "planner"), dim=4) as store, HeadsClient(
+        {o: x.url for o, x in owners.items()}, timeout=5
+    ) as client:
+        _plan(store, client)
+        owners["bob"].publish("budget", "budget v1")  # same content as version 1
+        assert store.fence.check("plan", heads=client).current
+
+
+def test_an_unreachable_owner_blocks_with_a_reason_naming_it(tmp_path, owners):
+    with Store(os.fspath(tmp_path / "planner"), dim=4) as store:
+        with HeadsClient({o: x.url for o, x in owners.items()}, timeout=5) as client:
+            _plan(store, client)
+        owners["bob"].stop()
+        with HeadsClient({o: x.url for o, x in owners.items()}, timeout=5) as client:
+            c = store.fence.check("plan", heads=client)
+            assert not c.current
+            assert [s.key for s in c.stale] == ["budget"]
+            assert "'bob'" in c.stale[0].reason and "unreachable" in c.stale[0].reason
+            with pytest.raises(StalePlanError, match="bob"):
+                store.fence.guard("plan", heads=client, replan=lambda c: None)
+
+
+def test_an_owner_that_hangs_times_out_and_blocks(tmp_path, owners):
+    with Store(os.fspath(tmp_path / "planner"), dim=4) as store:
+        with HeadsClient({o: x.url for o, x in owners.items()}, timeout=5) as client:
+            _plan(store, client)
+        os.kill(owners["alice"].p.pid, signal.SIGSTOP)  # alive, but never answers
+        try:
+            with HeadsClient({o: x.url for o, x in owners.items()}, timeout=0.5) as client:
+                c = store.fence.check("plan", heads=client)
+        finally:
+            os.kill(owners["alice"].p.pid, signal.SIGCONT)
+        assert not c.current
+        assert {s.key for s in c.stale} == {"req", "scope-doc"}
+        assert all("'alice'" in s.reason and "within 0.5 s" in s.reason for s in c.stale)
+
+
+def test_server_refuses_owners_it_does_not_serve_and_bad_queries(tmp_path):
+    with Store(os.fspath(tmp_path / "s"), dim=4) as store:
+        store.fence.publish("k", "alice", "v")
+        with HeadsServer(store, "alice") as server, HeadsClient(
+            {"alice": server.url, "mallory": server.url}, timeout=5
+        ) as client:
+            assert client("alice", ["k", "zz"]) == {"k": 1}
+            assert client.fetch("alice", "k") == (1, b"v")
+            with pytest.raises(OwnerUnavailable, match="HTTP 404"):
+                client("mallory", ["k"])
+            bad = client.ask_encoded({"alice": b"\x07garbage"})["alice"]
+            assert isinstance(bad, OwnerUnavailable) and "HTTP 400" in str(bad)
+            with pytest.raises(KeyError):
+                client.fetch("alice", "zz")
+
+
+def test_client_and_server_refuse_bad_configuration(tmp_path):
+    with pytest.raises(ValueError, match="URL"):
+        HeadsClient({"alice": "ftp://x"})
+    with pytest.raises(ValueError, match="timeout"):
+        HeadsClient({}, timeout=0)
+    with Store(os.fspath(tmp_path / "s"), dim=4) as store:
+        with pytest.raises(ValueError, match="owners"):
+            HeadsServer(store, [])
+        with pytest.raises(ValueError, match="port"):
+            HeadsServer(store, "a", port=70000)
