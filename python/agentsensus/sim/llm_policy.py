@@ -86,15 +86,11 @@ class LLMPolicy:
 
 def openai_complete(model: str, *, base_url: str | None = None, api_key: str | None = None,
                     temperature: float = 0.7, max_tokens: int = 200, **kwargs: Any) -> Callable[[str], str]:
-    """``complete(prompt) -> str`` over an OpenAI-compatible chat endpoint."""
-    from openai import OpenAI  # optional: only users with a model need it
+    """``complete(prompt) -> str`` over an OpenAI-compatible chat endpoint,
+    through the shared adapter (timeouts, retries, counters on
+    ``complete.__self__.usage``); ``kwargs`` go to every request."""
+    from agentsensus.llm_client import LLMClient  # imports openai: only users with a model need it
 
-    client = OpenAI(base_url=base_url, api_key=api_key)
-
-    def complete(prompt: str) -> str:
-        resp = client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": prompt}],
-            temperature=temperature, max_tokens=max_tokens, **kwargs)
-        return resp.choices[0].message.content or ""
-
-    return complete
+    client = LLMClient(model, base_url=base_url, api_key=api_key, temperature=temperature,
+                       max_tokens=max_tokens, options=kwargs)
+    return client.complete

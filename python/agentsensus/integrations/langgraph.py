@@ -1,0 +1,386 @@
+"""``ConsensusStore``: a LangGraph ``BaseStore`` on the consensus store.
+
+Each namespace maps to an owner (by default its labels joined with ``.``:
+LangGraph forbids periods in labels, so the mapping is one to one). A put
+deposits the item's indexed texts (the ``index`` config's ``fields``, or the
+put's own ``index``) as one deposit of that owner: texts that other
+namespaces already hold as the same fact merge into their records (the
+store's judge decides), and the texts of one item are joined by affiliation
+edges. A semantic search recalls, per owner under the prefix, the records
+that owner owns, and returns the items whose texts ended in them.
+
+The items themselves (key, JSON value, timestamps) live in a SQLite file
+beside the store (see :mod:`.langgraph_items`): a record holds text and
+owners, not values.
+
+Needs the ``langgraph`` extra: ``pip install 'agentsensus[langgraph]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    ensure_embeddings,
+    get_text_at_path,
+    validate_op_namespace,
+)
+
+from ..records import Deposit
+from ..store import Store
+from .langgraph_items import ItemRow, ItemTable, join_namespace
+
+__all__ = ["ConsensusStore"]
+
+OwnerOf = Callable[[tuple[str, ...]], str]
+
+# A search asks recall for this many times the items it still needs, and
+# widens by this factor while filters or shared records leave it short.
+_WIDEN = 4
+
+
+class _PutPlan:
+    """One put to apply: its op, owner, and the (path, text) pairs to index."""
+
+    __slots__ = ("op", "owner", "texts")
+
+    def __init__(self, op: PutOp, owner: str, texts: list[tuple[str, str]]) -> None:
+        self.op = op
+        self.owner = owner
+        self.texts = texts
+
+
+class ConsensusStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose semantic index is an agentsensus
+    :class:`~agentsensus.Store`.
+
+    ``store``: an open ``Store`` (it stays the caller's to close) or a path
+    (opened here with ``index["dims"]`` and ``store_options``, closed by
+    :meth:`close`). ``index``: LangGraph's ``IndexConfig``; ``embed`` is a
+    LangChain ``Embeddings``, a (sync or async) function ``list[str] ->
+    vectors``, or an agentsensus embedder (its ``.dim`` stands in for
+    ``dims``); ``fields`` defaults to ``["$"]`` (the whole value). Without
+    ``index`` it is a plain key-value store with filtered search.
+    ``owner``: maps a namespace to the owner name (default: labels joined
+    by ``.``). ``items_path``: the SQLite file of items (default:
+    ``langgraph.sqlite3`` in the store's directory).
+    """
+
+    supports_ttl = False
+
+    def __init__(
+        self,
+        store: Union[Store, str, "os.PathLike[str]"],
+        *,
+        index: Optional[IndexConfig] = None,
+        owner: Optional[OwnerOf] = None,
+        items_path: Optional[str] = None,
+        **store_options: Any,
+    ) -> None:
+        self.index_config: Optional[IndexConfig] = dict(index) if index else None  # type: ignore[assignment]
+        self.embeddings: Any = None
+        self._fields: list[str] = ["$"]
+        dims: Optional[int] = None
+        if self.index_config is not None:
+            embed = self.index_config.get("embed")
+            self.embeddings = ensure_embeddings(embed)
+            self._fields = list(self.index_config.get("fields") or ["$"])
+            dims = self.index_config.get("dims") or getattr(embed, "dim", None)
+        if isinstance(store, Store):
+            if store_options:
+                raise TypeError("store_options apply only when store is a path")
+            if dims is not None and store.dim != dims:
+                raise ValueError(f"index dims={dims} does not match the store's dim={store.dim}")
+            self.store, self._owns_store = store, False
+        else:
+            store_options.setdefault("dim", dims)
+            self.store, self._owns_store = Store(store, **store_options), True
+        self._owner: OwnerOf = owner or join_namespace
+        self.items = ItemTable(items_path or os.path.join(self.store.path, "langgraph.sqlite3"))
+
+    def close(self) -> None:
+        """Closes the item file, and the store when it was opened here."""
+        self.items.close()
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> "ConsensusStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def owner_of(self, namespace: Sequence[str]) -> str:
+        """The owner name a namespace maps to."""
+        return self._owner(tuple(namespace))
+
+    # -- batches ----------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Runs ``ops`` in order of results; reads see the state before the
+        batch's puts, and the last put to a key wins (as ``InMemoryStore``).
+        All puts with texts go to the store in one transaction."""
+        results, plans, searches = self._prepare(list(ops))
+        queries = self._queries(searches)
+        qvecs = {q: np.asarray(self.embeddings.embed_query(q), dtype=np.float32) for q in queries}
+        self._run_searches(searches, qvecs, results)
+        texts = [t for p in plans for _, t in p.texts]
+        vecs = self._embed_texts(texts)
+        deposits = self.store.deposit_many(self._deposit_items(plans, vecs)) if texts else []
+        self._apply(plans, deposits)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` for asyncio: embedding uses the async embedder, each put
+        is an ``adeposit`` (so the store's judge may be a coroutine
+        function), and engine and file work runs in worker threads."""
+        results, plans, searches = await asyncio.to_thread(self._prepare, list(ops))
+        queries = self._queries(searches)
+        qvecs: dict[str, Any] = {}
+        if queries:
+            found = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
+            qvecs = {q: np.asarray(v, dtype=np.float32) for q, v in zip(queries, found)}
+        await asyncio.to_thread(self._run_searches, searches, qvecs, results)
+        texts = [t for p in plans for _, t in p.texts]
+        vecs = None
+        if texts:
+            vecs = np.asarray(await self.embeddings.aembed_documents(texts), dtype=np.float32)
+        deposits = [await self.store.adeposit(o, s, v) for o, s, v in self._deposit_items(plans, vecs)]
+        await asyncio.to_thread(self._apply, plans, deposits)
+        return results
+
+    # -- preparing --------------------------------------------------------------
+
+    def _prepare(self, ops: list[Op]) -> tuple[list[Result], list[_PutPlan], list[tuple[int, SearchOp]]]:
+        results: list[Result] = []
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        searches: list[tuple[int, SearchOp]] = []
+        for i, op in enumerate(ops):
+            validate_op_namespace(op)
+            if isinstance(op, GetOp):
+                row = self.items.get(op.namespace, op.key)
+                results.append(_item(row) if row else None)
+            elif isinstance(op, SearchOp):
+                searches.append((i, op))
+                results.append(None)
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            elif isinstance(op, PutOp):
+                if not op.namespace:
+                    raise InvalidNamespaceError("Namespace cannot be empty.")
+                if op.value is not None and not isinstance(op.value, Mapping):
+                    raise TypeError(f"PutOp.value must be a mapping or None, got {type(op.value).__name__}")
+                puts.pop((op.namespace, op.key), None)  # last write wins, in its own position
+                puts[(op.namespace, op.key)] = op
+                results.append(None)
+            else:
+                raise ValueError(f"Unknown operation type: {type(op)}")
+        return results, [self._plan(op) for op in puts.values()], searches
+
+    def _plan(self, op: PutOp) -> _PutPlan:
+        owner = self.owner_of(op.namespace)
+        if op.value is None or op.index is False or self.embeddings is None:
+            return _PutPlan(op, owner, [])
+        paths = self._fields if op.index is None else list(op.index)
+        texts: list[tuple[str, str]] = []
+        for path in paths:
+            found = [t for t in get_text_at_path(dict(op.value), path) if t.strip()]
+            if len(found) == 1:
+                texts.append((path, found[0]))
+            else:
+                texts.extend((f"{path}.{n}", t) for n, t in enumerate(found))
+        return _PutPlan(op, owner, texts)
+
+    def _embed_texts(self, texts: list[str]) -> Optional[np.ndarray]:
+        if not texts:
+            return None
+        return np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32)
+
+    @staticmethod
+    def _deposit_items(plans: list[_PutPlan], vecs: Optional[np.ndarray]) -> list[tuple[str, list[str], Any]]:
+        items: list[tuple[str, list[str], Any]] = []
+        at = 0
+        for p in plans:
+            if p.texts:
+                assert vecs is not None
+                items.append((p.owner, [t for _, t in p.texts], vecs[at : at + len(p.texts)]))
+                at += len(p.texts)
+        return items
+
+    # -- writing ----------------------------------------------------------------
+
+    def _apply(self, plans: list[_PutPlan], deposits: Sequence[Deposit]) -> None:
+        """Writes the items and their record rows, then lets each owner forget
+        the records none of its items uses any more. A crash between the two
+        leaves at worst a record no item points to, which searches skip."""
+        now = datetime.now(timezone.utc).isoformat()
+        done = iter(deposits)
+        for p in plans:
+            ids = next(done).ids if p.texts else []
+            old = self.items.records(p.op.namespace, p.op.key)
+            rows = [(path, p.owner, rid) for (path, _), rid in zip(p.texts, ids)]
+            value = None if p.op.value is None else dict(p.op.value)
+            self.items.write(p.op.namespace, p.op.key, value, now, rows)
+            for owner, record in set(old):
+                if not self.items.in_use(owner, record):
+                    try:
+                        self.store.forget(owner, record)
+                    except KeyError:
+                        pass  # already gone (forgotten through the Store directly)
+
+    # -- reading ----------------------------------------------------------------
+
+    def _queries(self, searches: list[tuple[int, SearchOp]]) -> list[str]:
+        if self.embeddings is None:
+            return []
+        return sorted({op.query for _, op in searches if op.query})
+
+    def _run_searches(
+        self, searches: list[tuple[int, SearchOp]], qvecs: Mapping[str, Any], results: list[Result]
+    ) -> None:
+        for i, op in searches:
+            qvec = qvecs.get(op.query) if op.query else None
+            results[i] = self._search(op, qvec)
+
+    def _search(self, op: SearchOp, qvec: Optional[np.ndarray]) -> list[SearchItem]:
+        want = max(op.offset, 0) + max(op.limit, 0)
+        if want == 0:
+            return []
+        if qvec is None:
+            rows = [r for r in self.items.under(op.namespace_prefix) if _matches(r.value, op.filter)]
+            return [_search_item(r, None) for r in rows[op.offset : op.offset + op.limit]]
+        best: dict[tuple[str, str], tuple[float, ItemRow]] = {}
+        owners = sorted({self.owner_of(ns) for ns in self.items.namespaces(op.namespace_prefix)})
+        for owner in owners:
+            self._recall_owner(owner, np.asarray(qvec, dtype=np.float32), op, want, best)
+        ranked = sorted(best.values(), key=lambda sr: (-sr[0], sr[1].namespace, sr[1].key))
+        kept: list[SearchItem] = [_search_item(r, s) for s, r in ranked[op.offset : op.offset + op.limit]]
+        if len(kept) < op.limit:
+            # As InMemoryStore: items with nothing indexed fill the page, unscored.
+            seen = {(join_namespace(r.namespace), r.key) for _, r in ranked}
+            for r in self.items.under(op.namespace_prefix):
+                if len(kept) >= op.limit:
+                    break
+                key = (join_namespace(r.namespace), r.key)
+                if key not in seen and not self.items.records(r.namespace, r.key) and _matches(r.value, op.filter):
+                    kept.append(_search_item(r, None))
+        return kept
+
+    def _recall_owner(
+        self, owner: str, qvec: np.ndarray, op: SearchOp, want: int, best: dict[tuple[str, str], tuple[float, ItemRow]]
+    ) -> None:
+        """Adds ``owner``'s best items under the prefix to ``best``, asking
+        recall for more records until ``want`` items pass the filter or the
+        owner has no more."""
+        k = want * 2
+        while True:
+            hits = self.store.recall(owner, qvec, k=k, expand=False)
+            links = self.items.items_of(owner, [h.id for h in hits], op.namespace_prefix)
+            rows = self.items.get_many(key for keys in links.values() for key in keys)
+            found = 0
+            for h in hits:
+                for key in links.get(h.id, []):
+                    row = rows.get(key)
+                    if row is None or not _matches(row.value, op.filter):
+                        continue
+                    found += 1
+                    score = float(h.score if h.score is not None else 0.0)
+                    if key not in best or best[key][0] < score:
+                        best[key] = (score, row)
+            if found >= want or len(hits) < k:
+                return
+            k *= _WIDEN
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        namespaces = self.items.namespaces()
+        if op.match_conditions:
+            namespaces = [ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions)]
+        if op.max_depth is not None:
+            namespaces = sorted({ns[: op.max_depth] for ns in namespaces})
+        return namespaces[op.offset : op.offset + op.limit]
+
+
+def _item(row: ItemRow) -> Item:
+    return Item(
+        value=row.value,
+        key=row.key,
+        namespace=row.namespace,
+        created_at=datetime.fromisoformat(row.created_at),
+        updated_at=datetime.fromisoformat(row.updated_at),
+    )
+
+
+def _search_item(row: ItemRow, score: Optional[float]) -> SearchItem:
+    return SearchItem(
+        namespace=row.namespace,
+        key=row.key,
+        value=row.value,
+        created_at=datetime.fromisoformat(row.created_at),
+        updated_at=datetime.fromisoformat(row.updated_at),
+        score=score,
+    )
+
+
+# -- LangGraph's filter and namespace-match semantics (as its InMemoryStore) -----
+
+
+def _matches(value: Mapping[str, Any], filter: Optional[Mapping[str, Any]]) -> bool:
+    return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
+
+
+def _compare(item_value: Any, filter_value: Any) -> bool:
+    if isinstance(filter_value, dict):
+        if any(k.startswith("$") for k in filter_value):
+            return all(_operator(item_value, k, v) for k, v in filter_value.items())
+        if not isinstance(item_value, dict):
+            return False
+        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, (list, tuple)):
+        return (
+            isinstance(item_value, (list, tuple))
+            and len(item_value) == len(filter_value)
+            and all(_compare(i, f) for i, f in zip(item_value, filter_value))
+        )
+    return bool(item_value == filter_value)
+
+
+def _operator(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == operand)
+    if operator == "$ne":
+        return bool(value != operand)
+    if operator in ("$gt", "$gte", "$lt", "$lte"):
+        if value is None:
+            return False  # a missing field is not comparable: it does not match
+        a, b = float(value), float(operand)
+        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[operator]
+    raise ValueError(f"Unsupported operator: {operator}")
+
+
+def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = condition.path
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path))
+    else:
+        raise ValueError(f"Unsupported match type: {condition.match_type}")
+    return all(p == "*" or n == p for n, p in pairs)

@@ -1,0 +1,20 @@
+"""Importing agentsensus imports none of the optional extras."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+HEAVY = ("torch", "sentence_transformers", "openai", "langgraph", "autogen_core")
+
+
+def test_importing_agentsensus_loads_no_extra() -> None:
+    code = (
+        "import sys, agentsensus, agentsensus.integrations; "
+        "from agentsensus import embedders, judges; embedders.minilm.dim; judges.llm; "
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,34 @@
+"""The simulation's LLM policy through the shared OpenAI adapter and the fake server."""
+
+from __future__ import annotations
+
+from agentsensus.llm_client import LLMClient
+from agentsensus.sim.collaborative import CollaborativeBackend
+from agentsensus.sim.embedding import get_embedder
+from agentsensus.sim.kernel import Kernel
+from agentsensus.sim.llm_policy import LLMPolicy, openai_complete
+from agentsensus.sim.world import World
+
+from fake_openai import FakeOpenAI
+
+
+def test_openai_complete_drives_the_kernel(fake: FakeOpenAI) -> None:
+    complete = openai_complete("fake-model", base_url=fake.url, seed=3)
+    client = complete.__self__  # type: ignore[attr-defined]
+    assert isinstance(client, LLMClient)
+    world = World.of("test", ["Hamlet", "Horatio"], ["hall"])
+    embed = get_embedder("hash")
+    k = Kernel(world, LLMPolicy(complete, start={"Hamlet": "hall", "Horatio": "hall"}), CollaborativeBackend(embed.dim), embed)
+    k.run(2)
+    bodies = fake.log()
+    assert len(bodies) == 4 and client.usage.calls == 4
+    assert (bodies[0]["temperature"], bodies[0]["max_tokens"], bodies[0]["seed"]) == (0.7, 200, 3)
+    says = [e for e in world.events if e.kind == "say"]
+    assert {e.text for e in says} >= {"Hamlet says the fake model is listening."}
+
+
+def test_a_failed_call_is_retried_for_the_policy(fake: FakeOpenAI) -> None:
+    client = LLMClient("fake-model", base_url=fake.url, backoff=0.01)
+    fake.script({"status": 500})
+    assert "fake model" in client.complete("You are Hamlet, in round 1.")
+    assert (client.usage.calls, client.usage.errors) == (2, 1)
