@@ -59,6 +59,32 @@ PYBIND11_MODULE(_core, m) {
                  py::gil_scoped_release nogil;
                  st.forget(owner, id);
              })
+        .def("records",
+             [](Engine& e, uint64_t after, size_t limit) {
+                 Store& st = e.s();
+                 std::vector<Row> rows;
+                 {
+                     py::gil_scoped_release nogil;
+                     rows = st.records(after, limit);
+                 }
+                 py::list out;
+                 for (const Row& r : rows) out.append(py::make_tuple(r.id, py::str(r.text), owners_tuple(r.owners), r.round));
+                 return out;
+             })
+        .def("verify",
+             [](Engine& e) {
+                 Store& st = e.s();
+                 py::gil_scoped_release nogil;
+                 return st.verify();
+             })
+        .def("repair",
+             [](Engine& e, const std::vector<std::pair<uint64_t, py::bytes>>& digests) {
+                 Store& st = e.s();
+                 std::vector<std::pair<uint64_t, std::string>> ds;
+                 for (auto& [id, d] : digests) ds.emplace_back(id, std::string(d));
+                 py::gil_scoped_release nogil;
+                 st.repair(ds);
+             })
         .def("stats", &Engine::stats)
         .def("merges", &Engine::merges)
         .def("close", &Engine::close);

@@ -10,19 +10,11 @@
 #include "bytes.hpp"
 #include "limits.hpp"
 #include "parallel.hpp"
+#include "schema.hpp"
 
 namespace agentsensus {
 
 namespace {
-
-constexpr uint32_t kSchemaVersion = 1;
-constexpr const char* kIndexFile = "/index.usearch";
-
-// Journal operations: everything the in-memory index and allow-sets derive
-// from, in commit order, so any process can catch up from any point.
-enum Op : uint8_t { kAdd = 1, kOwn = 2, kDisown = 3, kDel = 4 };
-
-constexpr unsigned kDupFixedInt = MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP;
 
 const char* metric_name(Metric m) {
     switch (m) {
@@ -31,28 +23,6 @@ const char* metric_name(Metric m) {
         case Metric::l2sq: return "l2sq";
     }
     return "?";
-}
-
-struct RecordHeader {
-    uint32_t round;
-    uint32_t flags;
-    uint64_t deposit;
-};
-
-std::string encode_record(uint32_t round, uint64_t deposit, std::string_view text) {
-    std::string v;
-    v.reserve(sizeof(RecordHeader) + text.size());
-    RecordHeader h{round, 0, deposit};
-    v.append(reinterpret_cast<const char*>(&h), sizeof h);
-    v.append(text);
-    return v;
-}
-
-bool decode_record(const MDB_val& v, RecordHeader& h, std::string_view& text) {
-    if (v.mv_size < sizeof(RecordHeader)) return false;
-    std::memcpy(&h, v.mv_data, sizeof h);
-    text = std::string_view(static_cast<const char*>(v.mv_data) + sizeof h, v.mv_size - sizeof h);
-    return true;
 }
 
 void random_uuid(unsigned char out[16]) {
@@ -597,6 +567,24 @@ std::vector<uint64_t> Store::neighbors_in(MDB_txn* txn, uint64_t id) {
         out.resize(at + n);
         std::memcpy(out.data() + at, v.mv_data, n * 8);
         more = c.op(key, v, MDB_NEXT_MULTIPLE);
+    }
+    return out;
+}
+
+std::vector<Row> Store::records(uint64_t after, size_t limit) {
+    check_open();
+    ReadTxn t(*env_);
+    std::vector<Row> out;
+    Cursor c(t.get(), db_.records);
+    Be64 from(after + 1);
+    MDB_val k = val(from.b, 8), v;
+    bool more = c.op(k, v, MDB_SET_RANGE);
+    while (more && out.size() < limit) {
+        if (k.mv_size != 8) throw Corrupt("a record key is damaged");
+        Row r;
+        read_row(t.get(), read_be64(k.mv_data), r);
+        out.push_back(std::move(r));
+        more = c.op(k, v, MDB_NEXT);
     }
     return out;
 }

@@ -120,6 +120,17 @@ public:
     Stats stats();
     std::vector<MergeRow> merges(uint64_t after_seq, size_t limit);
 
+    // Records in id order after `after`, at most limit of them (export, repair).
+    std::vector<Row> records(uint64_t after, size_t limit);
+
+    // Every broken invariant in plain words; empty when the store is sound.
+    std::vector<std::string> verify();
+    // Rebuilds the derived tables, the journal and the index from the
+    // primary ones (records, vectors, owner sets, edges, names, merge log),
+    // dropping records that cannot be served. digests: (record, normalized
+    // text digest) pairs for the exact-duplicate index. Needs exclusive use.
+    void repair(const std::vector<std::pair<uint64_t, std::string>>& digests);
+
     // Saves the index if it changed; the store is unusable afterwards.
     void close();
     bool closed() const { return env_ == nullptr; }

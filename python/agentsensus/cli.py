@@ -24,6 +24,25 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    from .store import Store
+
+    with Store(args.path, create=False, readonly=not args.repair) as s:
+        problems = s.verify()
+        if problems and args.repair:
+            print(f"{len(problems)} problem(s) found; repairing", file=sys.stderr)
+            s.repair()
+            problems = s.verify()
+    if args.json:
+        print(json.dumps({"sound": not problems, "problems": problems}))
+    elif problems:
+        for p in problems:
+            print(p)
+    else:
+        print("ok")
+    return 1 if problems else 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``agentsensus`` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -38,6 +57,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     st.add_argument("path")
     st.add_argument("--json", action="store_true", help="print JSON")
     st.set_defaults(fn=_stats)
+    ck = sub.add_parser("check", help="verify a store's invariants; exit 0 when sound, 1 when not")
+    ck.add_argument("path")
+    ck.add_argument("--repair", action="store_true", help="rebuild the index and derived tables from the records")
+    ck.add_argument("--json", action="store_true", help="print JSON")
+    ck.set_defaults(fn=_check)
     args = p.parse_args(argv)
     return int(args.fn(args))
 

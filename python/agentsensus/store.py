@@ -359,6 +359,35 @@ class Store:
         """Store-wide counts (see :class:`Stats`)."""
         return Stats(**self._e().stats())
 
+    def records(self) -> Iterator[Memory]:
+        """Every record, in id order (a consistent snapshot per page of 1024)."""
+        after = 0
+        while True:
+            page = self._e().records(after, 1024)
+            for i, t, o, r in page:
+                yield Memory(i, t, frozenset(o), r)
+                after = i
+            if len(page) < 1024:
+                return
+
+    def verify(self) -> list[str]:
+        """Every broken invariant, in plain words; ``[]`` when the store is
+        sound. Checks owner sets against owner lists, edge symmetry, the
+        counters behind ``stats``, the text and merge indexes, the journal,
+        and that the index holds exactly the records' vectors."""
+        return list(self._e().verify())
+
+    def repair(self) -> None:
+        """Rebuilds the index and every derived table from the records, owner
+        sets, edges and merge log, dropping records that cannot be served (no
+        vector or no owner). Needs exclusive use of the store: close it in
+        other processes first."""
+        engine = self._writable()
+        digests: list[tuple[int, bytes]] = [(m.id, text_digest(m.text)) for m in self.records()]
+        for m in self.merges():
+            digests += [(m.survivor, text_digest(m.kept)), (m.survivor, text_digest(m.discarded))]
+        engine.repair(digests)
+
     def merges(self) -> Iterator[Merge]:
         """The merge log, oldest first."""
         after = 0

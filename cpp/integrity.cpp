@@ -1,0 +1,392 @@
+// Store::verify and Store::repair: the store's invariants, checked one by one
+// in the spirit of SQLite's integrity_check, and the rebuild of everything
+// derived from the primary tables.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "bytes.hpp"
+#include "schema.hpp"
+#include "store.hpp"
+
+namespace agentsensus {
+
+namespace {
+
+constexpr size_t kMaxReports = 1000;
+
+std::string id_str(uint64_t id) { return "record " + std::to_string(id); }
+
+std::string hex(std::string_view b) {
+    static const char* d = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : b) {
+        out += d[c >> 4];
+        out += d[c & 15];
+    }
+    return out;
+}
+
+// Walks every (key, value) of a table, duplicates included.
+template <class F> void each(MDB_txn* txn, MDB_dbi dbi, F&& fn) {
+    Cursor c(txn, dbi);
+    MDB_val k, v;
+    bool more = c.op(k, v, MDB_FIRST);
+    while (more) {
+        fn(k, v);
+        more = c.op(k, v, MDB_NEXT);
+    }
+}
+
+void drop_all(MDB_txn* txn, MDB_dbi dbi) {
+    int rc = mdb_drop(txn, dbi, 0);
+    if (rc) throw_lmdb(rc, "mdb_drop");
+}
+
+bool has_pair(MDB_txn* txn, MDB_dbi dbi, MDB_val k, MDB_val v) {
+    Cursor c(txn, dbi);
+    return c.op(k, v, MDB_GET_BOTH);
+}
+
+}  // namespace
+
+std::vector<std::string> Store::verify() {
+    check_open();
+    std::vector<std::string> out;
+    auto bad = [&](std::string s) {
+        if (out.size() < kMaxReports) out.push_back(std::move(s));
+    };
+    ReadTxn rt(*env_);
+    MDB_txn* t = rt.get();
+    const uint64_t next_id = meta_u64(t, "next_id", 1);
+    const uint64_t next_merge = meta_u64(t, "next_merge", 1);
+    const uint64_t next_journal = meta_u64(t, "next_journal", 1);
+    const uint64_t next_agent = meta_u64(t, "next_agent", 1);
+
+    // Agents: a bijection between names and ids.
+    std::unordered_map<uint32_t, std::string> names;
+    each(t, db_.agent_names, [&](MDB_val& k, MDB_val& v) {
+        if (k.mv_size != 4) return bad("an owner-name key is damaged");
+        uint32_t a = read_be32(k.mv_data);
+        names[a] = std::string(view(v));
+        MDB_val back;
+        if (!agentsensus::get(t, db_.agents, v, back) || back.mv_size != 4 || load<uint32_t>(back.mv_data) != a)
+            bad("owner '" + std::string(view(v)) + "' (id " + std::to_string(a) + ") is missing from the name index");
+        if (a >= next_agent) bad("owner id " + std::to_string(a) + " is beyond the owner counter");
+    });
+    each(t, db_.agents, [&](MDB_val& k, MDB_val& v) {
+        if (v.mv_size != 4 || !names.count(load<uint32_t>(v.mv_data)))
+            bad("owner name '" + std::string(view(k)) + "' points to no owner id");
+    });
+
+    // Records, their vectors and owner sets.
+    std::set<uint64_t> records;
+    std::map<uint32_t, uint64_t> hist;
+    std::vector<float> vec(dim_);
+    each(t, db_.records, [&](MDB_val& k, MDB_val& v) {
+        if (k.mv_size != 8) return bad("a record key is damaged");
+        uint64_t id = read_be64(k.mv_data);
+        records.insert(id);
+        RecordHeader h;
+        std::string_view text;
+        if (!decode_record(v, h, text)) bad(id_str(id) + " is damaged (too short)");
+        else if (text.empty()) bad(id_str(id) + " has empty text");
+        if (id == 0 || id >= next_id) bad(id_str(id) + " is beyond the record counter (" + std::to_string(next_id) + ")");
+        try {
+            if (!vector_of(t, id, vec.data())) bad(id_str(id) + " has no vector");
+            else {
+                for (float x : vec)
+                    if (!std::isfinite(x)) {
+                        bad(id_str(id) + " has a vector with NaN or inf");
+                        break;
+                    }
+            }
+        } catch (const Corrupt&) {
+            bad(id_str(id) + " has a vector of the wrong size");
+        }
+        size_t n = 0;
+        Cursor c(t, db_.owners);
+        MDB_val key = k, ov;
+        bool more = c.op(key, ov, MDB_SET);
+        if (more) more = c.op(key, ov, MDB_FIRST_DUP);
+        while (more) {
+            ++n;
+            if (ov.mv_size != 4) {
+                bad(id_str(id) + " has a damaged owner entry");
+            } else {
+                uint32_t a = load<uint32_t>(ov.mv_data);
+                if (!names.count(a)) bad(id_str(id) + " is owned by unknown owner id " + std::to_string(a));
+                Be32 ak(a);
+                if (!has_pair(t, db_.owned, val(ak.b, 4), val(&id, 8)))
+                    bad(id_str(id) + " is owned by '" + names[a] + "', but is missing from that owner's list");
+            }
+            more = c.op(key, ov, MDB_NEXT_DUP);
+        }
+        if (n == 0) bad(id_str(id) + " has no owner");
+        else ++hist[static_cast<uint32_t>(n)];
+    });
+    each(t, db_.vectors, [&](MDB_val& k, MDB_val&) {
+        if (k.mv_size != 8 || !records.count(read_be64(k.mv_data)))
+            bad("a vector belongs to no record (" + (k.mv_size == 8 ? id_str(read_be64(k.mv_data)) : "bad key") + ")");
+    });
+    each(t, db_.owned, [&](MDB_val& k, MDB_val& v) {
+        if (k.mv_size != 4 || v.mv_size != 8) return bad("an owner-list entry is damaged");
+        uint32_t a = read_be32(k.mv_data);
+        uint64_t id = load<uint64_t>(v.mv_data);
+        Be64 ik(id);
+        if (!records.count(id)) bad("owner '" + names[a] + "' lists missing " + id_str(id));
+        else if (!has_pair(t, db_.owners, val(ik.b, 8), val(&a, 4)))
+            bad("owner '" + names[a] + "' lists " + id_str(id) + ", whose owner set lacks it");
+    });
+
+    // The owner-count histogram behind stats().
+    std::map<uint32_t, uint64_t> stored;
+    each(t, db_.hist, [&](MDB_val& k, MDB_val& v) {
+        if (k.mv_size != 4 || v.mv_size != 8) return bad("the owner-count histogram is damaged");
+        stored[read_be32(k.mv_data)] = load<uint64_t>(v.mv_data);
+    });
+    if (stored != hist) bad("the owner-count histogram disagrees with the owner sets (stats are off)");
+
+    // Affiliation edges: symmetric, between existing records, no loops.
+    std::unordered_set<uint64_t> linked;
+    each(t, db_.edges, [&](MDB_val& k, MDB_val& v) {
+        if (k.mv_size != 8 || v.mv_size != 8) return bad("an edge entry is damaged");
+        uint64_t a = read_be64(k.mv_data), b = load<uint64_t>(v.mv_data);
+        linked.insert(a);
+        if (a == b) bad(id_str(a) + " has an edge to itself");
+        if (!records.count(a) || !records.count(b))
+            bad("edge " + std::to_string(a) + "-" + std::to_string(b) + " touches a missing record");
+        Be64 bk(b);
+        if (!has_pair(t, db_.edges, val(bk.b, 8), val(&a, 8)))
+            bad("edge " + std::to_string(a) + "->" + std::to_string(b) + " has no reverse");
+    });
+    if (linked.size() != meta_u64(t, "linked"))
+        bad("the linked-record counter (" + std::to_string(meta_u64(t, "linked")) + ") disagrees with the edges (" +
+            std::to_string(linked.size()) + ")");
+
+    // The exact-duplicate text index and its reverse.
+    each(t, db_.norms, [&](MDB_val& k, MDB_val& v) {
+        if (k.mv_size != 16 || v.mv_size != 8) return bad("a text-index entry is damaged");
+        uint64_t id = read_be64(v.mv_data);
+        if (!records.count(id)) return bad("text digest " + hex(view(k)) + " points to missing " + id_str(id));
+        if (!has_pair(t, db_.rnorms, val(v.mv_data, 8), k))
+            bad("text digest " + hex(view(k)) + " of " + id_str(id) + " is missing from its reverse index");
+    });
+    each(t, db_.rnorms, [&](MDB_val& k, MDB_val& v) {
+        MDB_val cur;
+        if (k.mv_size != 8 || v.mv_size != 16) return bad("a reverse text-index entry is damaged");
+        if (!agentsensus::get(t, db_.norms, v, cur) || cur.mv_size != 8 || std::memcmp(cur.mv_data, k.mv_data, 8))
+            bad("reverse text index of " + id_str(read_be64(k.mv_data)) + " names a digest that points elsewhere");
+    });
+
+    // The merge log and its per-record index.
+    each(t, db_.merges, [&](MDB_val& k, MDB_val& v) {
+        if (k.mv_size != 8 || v.mv_size < 20) return bad("a merge-log entry is damaged");
+        uint64_t seq = read_be64(k.mv_data), survivor = load<uint64_t>(v.mv_data);
+        if (seq >= next_merge) bad("merge " + std::to_string(seq) + " is beyond the merge counter");
+        if (!records.count(survivor)) bad("merge " + std::to_string(seq) + " names missing " + id_str(survivor));
+        Be64 sk(survivor);
+        if (!has_pair(t, db_.rmerges, val(sk.b, 8), k))
+            bad("merge " + std::to_string(seq) + " is missing from " + id_str(survivor) + "'s merge index");
+    });
+    each(t, db_.rmerges, [&](MDB_val& k, MDB_val& v) {
+        MDB_val m;
+        if (k.mv_size != 8 || v.mv_size != 8 || !agentsensus::get(t, db_.merges, v, m) || m.mv_size < 8)
+            return bad("a merge-index entry names a missing merge");
+        if (load<uint64_t>(m.mv_data) != read_be64(k.mv_data))
+            bad("merge " + std::to_string(read_be64(v.mv_data)) + " is indexed under the wrong record");
+    });
+
+    // The journal replays to exactly the live records.
+    std::set<uint64_t> replay;
+    uint64_t last = 0;
+    each(t, db_.journal, [&](MDB_val& k, MDB_val& v) {
+        if (k.mv_size != 8 || v.mv_size != kJournalEntry) return bad("a journal entry is damaged");
+        last = read_be64(k.mv_data);
+        const unsigned char* p = static_cast<const unsigned char*>(v.mv_data);
+        uint64_t id = load<uint64_t>(p + 1);
+        if (p[0] == kAdd) replay.insert(id);
+        else if (p[0] == kDel) replay.erase(id);
+        else if (p[0] != kOwn && p[0] != kDisown) bad("journal entry " + std::to_string(last) + " has an unknown operation");
+    });
+    if (last >= next_journal) bad("the journal runs past its counter");
+    if (replay != records) bad("replaying the journal does not give the live records (the index cannot catch up)");
+
+    // The index agrees with LMDB: the same ids, the same vectors.
+    sync_index();
+    std::shared_lock<std::shared_mutex> lock(index_mu_);
+    size_t missing = 0, differ = 0;
+    for (uint64_t id : records) {
+        std::vector<float> iv(dim_);
+        if (!index_->get(id, iv.data())) {
+            if (missing++ < 5) bad("the index lacks " + id_str(id));
+            continue;
+        }
+        if (!vector_of(t, id, vec.data())) continue;
+        float worst = 0.f;
+        for (size_t i = 0; i < dim_; ++i) worst = std::max(worst, std::fabs(iv[i] - vec[i]));
+        if (worst > 1e-5f && differ++ < 5) bad("the index holds another vector for " + id_str(id));
+    }
+    if (missing > 5) bad("the index lacks " + std::to_string(missing) + " records in all");
+    if (index_->size() != records.size() - std::min(missing, records.size()))
+        bad("the index holds " + std::to_string(index_->size()) + " vectors for " + std::to_string(records.size()) +
+            " records");
+    return out;
+}
+
+void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests) {
+    check_open();
+    unsigned char fresh_uuid[16];
+    std::random_device rd;
+    for (int i = 0; i < 16; i += 4) {
+        uint32_t r = rd();
+        std::memcpy(fresh_uuid + i, &r, 4);
+    }
+    env_->write([&](MDB_txn* t) {
+        // Primary: records with a vector and an owner, owner sets, edges,
+        // owner names, the merge log. Everything else is rebuilt from them.
+        std::unordered_map<uint32_t, std::string> names;
+        each(t, db_.agent_names, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size == 4) names[read_be32(k.mv_data)] = std::string(view(v));
+        });
+        std::set<uint64_t> keep;
+        std::vector<uint64_t> drop;
+        std::vector<float> vec(dim_);
+        each(t, db_.records, [&](MDB_val& k, MDB_val& v) {
+            RecordHeader h;
+            std::string_view text;
+            uint64_t id = k.mv_size == 8 ? read_be64(k.mv_data) : 0;
+            bool ok = id != 0 && decode_record(v, h, text) && !text.empty();
+            try {
+                ok = ok && vector_of(t, id, vec.data());
+            } catch (const Corrupt&) {
+                ok = false;
+            }
+            if (ok) {
+                bool owned = false;
+                Cursor c(t, db_.owners);
+                MDB_val key = k, ov;
+                bool more = c.op(key, ov, MDB_SET);
+                if (more) more = c.op(key, ov, MDB_FIRST_DUP);
+                while (more && !owned) {
+                    owned = ov.mv_size == 4 && names.count(load<uint32_t>(ov.mv_data));
+                    more = c.op(key, ov, MDB_NEXT_DUP);
+                }
+                ok = owned;
+            }
+            if (ok)
+                keep.insert(id);
+            else
+                drop.push_back(id);
+        });
+        for (uint64_t id : drop) {
+            Be64 k(id);
+            del(t, db_.records, val(k.b, 8));
+        }
+        // Vectors and owner entries of records that are gone or unknown owners.
+        std::vector<std::string> stale;
+        each(t, db_.vectors, [&](MDB_val& k, MDB_val&) {
+            if (k.mv_size != 8 || !keep.count(read_be64(k.mv_data))) stale.emplace_back(view(k));
+        });
+        for (auto& k : stale) del(t, db_.vectors, val(k));
+        std::vector<std::pair<std::string, uint32_t>> owner_rows;
+        each(t, db_.owners, [&](MDB_val& k, MDB_val& v) {
+            if (v.mv_size == 4) owner_rows.emplace_back(std::string(view(k)), load<uint32_t>(v.mv_data));
+            else owner_rows.emplace_back(std::string(view(k)), 0);
+        });
+        drop_all(t, db_.owners);
+        drop_all(t, db_.owned);
+        drop_all(t, db_.hist);
+        std::map<uint64_t, uint32_t> counts;
+        for (auto& [k, a] : owner_rows) {
+            if (k.size() != 8 || !names.count(a)) continue;
+            uint64_t id = read_be64(k.data());
+            if (!keep.count(id)) continue;
+            if (put(t, db_.owners, val(k), val(&a, 4), MDB_NODUPDATA)) {
+                Be32 ak(a);
+                put(t, db_.owned, val(ak.b, 4), val(&id, 8), MDB_NODUPDATA);
+                ++counts[id];
+            }
+        }
+        std::map<uint32_t, uint64_t> hist;
+        for (auto& [id, n] : counts) ++hist[n];
+        for (auto& [n, c] : hist) {
+            Be32 k(n);
+            put(t, db_.hist, val(k.b, 4), val(&c, 8));
+        }
+        // Owner names index from the ids.
+        drop_all(t, db_.agents);
+        for (auto& [a, name] : names) put(t, db_.agents, val(name), val(&a, 4));
+
+        // Edges: the symmetric closure over live records, no loops.
+        std::set<std::pair<uint64_t, uint64_t>> edges;
+        each(t, db_.edges, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 8 || v.mv_size != 8) return;
+            uint64_t a = read_be64(k.mv_data), b = load<uint64_t>(v.mv_data);
+            if (a != b && keep.count(a) && keep.count(b)) {
+                edges.insert({a, b});
+                edges.insert({b, a});
+            }
+        });
+        drop_all(t, db_.edges);
+        std::set<uint64_t> linked;
+        for (auto& [a, b] : edges) {
+            Be64 k(a);
+            put(t, db_.edges, val(k.b, 8), val(&b, 8), MDB_NODUPDATA);
+            linked.insert(a);
+        }
+        set_meta_u64(t, "linked", linked.size());
+
+        // The merge log keeps entries of live records; its index is rebuilt.
+        std::vector<std::string> dead_merges;
+        std::vector<std::pair<uint64_t, std::string>> merge_index;
+        each(t, db_.merges, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 8 || v.mv_size < 20 || !keep.count(load<uint64_t>(v.mv_data)))
+                dead_merges.emplace_back(view(k));
+            else
+                merge_index.emplace_back(load<uint64_t>(v.mv_data), std::string(view(k)));
+        });
+        for (auto& k : dead_merges) del(t, db_.merges, val(k));
+        drop_all(t, db_.rmerges);
+        for (auto& [id, seq] : merge_index) {
+            Be64 k(id);
+            put(t, db_.rmerges, val(k.b, 8), val(seq));
+        }
+
+        // The exact-duplicate index, from the digests the caller computed.
+        drop_all(t, db_.norms);
+        drop_all(t, db_.rnorms);
+        for (auto& [id, d] : digests) {
+            if (d.size() != 16 || !keep.count(id)) continue;
+            Be64 k(id);
+            if (put(t, db_.norms, val(d), val(k.b, 8), MDB_NOOVERWRITE)) put(t, db_.rnorms, val(k.b, 8), val(d));
+        }
+
+        // A fresh journal of the live records, under a new store identity so
+        // that every saved index (this process's or another's) is rebuilt.
+        drop_all(t, db_.journal);
+        uint64_t seq = 1;
+        for (uint64_t id : keep) {
+            unsigned char e[kJournalEntry] = {kAdd};
+            std::memcpy(e + 1, &id, 8);
+            Be64 k(seq++);
+            put(t, db_.journal, val(k.b, 8), val(e, kJournalEntry), MDB_APPEND);
+        }
+        set_meta_u64(t, "next_journal", seq);
+        uint64_t max_id = keep.empty() ? 0 : *keep.rbegin();
+        if (meta_u64(t, "next_id", 1) <= max_id) set_meta_u64(t, "next_id", max_id + 1);
+        put(t, db_.meta, val("uuid", 4), val(fresh_uuid, 16));
+    });
+    std::memcpy(uuid_, fresh_uuid, 16);
+    std::unique_lock<std::shared_mutex> lock(index_mu_);
+    std::remove((dir_ + kIndexFile).c_str());
+    ReadTxn t(*env_);
+    rebuild_index_locked(t.get());
+}
+
+}  // namespace agentsensus
