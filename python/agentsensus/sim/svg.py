@@ -67,7 +67,7 @@ def _axes(left: float, top: float, pw: float, ph: float, ymax: float, xlabel: st
 def line_chart(series: Mapping[str, Sequence[float]], *, title: str, xlabel: str, ylabel: str,
                width: int = 720, height: int = 360) -> str:
     """One line per series over x = 0, 1, 2, ..."""
-    left, top, right, bottom = 70, 20, 170, 50
+    left, top, right, bottom = 70, 20, 200, 50  # right: room for the longest legend label
     pw, ph = width - left - right, height - top - bottom
     n = max((len(v) for v in series.values()), default=0)
     ymax = _nice_max(max((max(v) for v in series.values() if len(v)), default=1))
@@ -87,7 +87,7 @@ def line_chart(series: Mapping[str, Sequence[float]], *, title: str, xlabel: str
 def bar_chart(categories: Sequence[str], series: Mapping[str, Sequence[float | None]], *, title: str,
               xlabel: str, ylabel: str, width: int = 720, height: int = 360) -> str:
     """Grouped bars: one group per category, one bar per series (``None``: no bar)."""
-    left, top, right, bottom = 70, 20, 170, 50
+    left, top, right, bottom = 70, 20, 200, 50  # right: room for the longest legend label
     pw, ph = width - left - right, height - top - bottom
     vals = [v for vs in series.values() for v in vs if v is not None]
     ymax = _nice_max(max(vals, default=1))
