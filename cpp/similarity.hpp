@@ -17,6 +17,11 @@ inline float similarity(Metric m, const float* a, const float* b, size_t n) {
     return m == Metric::l2sq ? -l2sq(a, b, n) : dot(a, b, n);
 }
 
+// The same kernels in the shape usearch calls a custom metric with
+// (pointers and dimensions as integers), as distances: lower is closer.
+float ip_distance(uintptr_t a, uintptr_t b, uintptr_t n);
+float l2sq_distance(uintptr_t a, uintptr_t b, uintptr_t n);
+
 // Scales v to unit length in place; false when its norm is zero.
 bool normalize(float* v, size_t n);
 

@@ -54,8 +54,18 @@ struct VectorIndex::Impl {
 
     Impl(size_t d, Metric m, const IndexParams& p) : dim(d), metric(m), params(p) { reset(); }
 
+    // usearch's built-in f32 kernels compile for baseline x86-64 here (SSE);
+    // ours dispatch to AVX2/AVX-512 at load time. The file records only the
+    // metric kind, so this is set again after every load.
+    us::metric_punned_t make_metric() const {
+        auto fn = metric == Metric::l2sq ? &l2sq_distance : &ip_distance;
+        return us::metric_punned_t::stateless(dim, reinterpret_cast<std::uintptr_t>(fn),
+                                              us::metric_punned_signature_t::array_array_size_k, kind_of(metric),
+                                              us::scalar_kind_t::f32_k);
+    }
+
     void reset() {
-        us::metric_punned_t pm(dim, kind_of(metric), us::scalar_kind_t::f32_k);
+        us::metric_punned_t pm = make_metric();
         us::index_dense_config_t cfg(params.connectivity, params.expansion_add, params.expansion_search);
         auto made = us::index_dense_t::make(pm, cfg);
         check(made, "usearch make");
@@ -140,14 +150,6 @@ std::vector<Hit> VectorIndex::search(const float* q, size_t k) const {
     return impl_->collect(r);
 }
 
-std::vector<Hit> VectorIndex::filtered_search(const float* q, size_t k,
-                                              const std::function<bool(uint64_t)>& allow) const {
-    if (impl_->index.size() == 0 || k == 0) return {};
-    auto pred = [&allow](us::default_key_t key) noexcept { return allow(static_cast<uint64_t>(key)); };
-    auto r = impl_->index.filtered_search(q, k, pred);
-    return impl_->collect(r);
-}
-
 void VectorIndex::save(const std::string& path, const IndexHeader& h) const {
     std::string tmp = path + ".tmp." + std::to_string(::getpid());
     FILE* f = std::fopen(tmp.c_str(), "wb");
@@ -211,6 +213,7 @@ bool VectorIndex::load(const std::string& path, IndexHeader& h, std::string& why
         impl_->reset();
         return false;
     }
+    impl_->index.change_metric(impl_->make_metric());
     // Loading resets thread slots and capacity to what the file held.
     impl_->index.reserve(us::index_limits_t(std::max<size_t>(1024, impl_->index.size() * 2), thread_slots()));
     return true;

@@ -50,8 +50,6 @@ public:
 
     // Up to k nearest, best first.
     std::vector<Hit> search(const float* q, size_t k) const;
-    // Up to k nearest among ids where allow(id) holds. allow must not throw.
-    std::vector<Hit> filtered_search(const float* q, size_t k, const std::function<bool(uint64_t)>& allow) const;
 
     // Writes header + index to path atomically (temp file, fsync, rename).
     void save(const std::string& path, const IndexHeader& h) const;

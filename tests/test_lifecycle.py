@@ -117,6 +117,7 @@ def test_index_rebuilt_when_file_lost(store_path):
             s.deposit("a", [f"fact {i}"], unit(i)[None])
     os.remove(os.path.join(store_path, "index.usearch"))
     with Store(store_path, dim=DIM, exact_cutoff=0) as s:
+        assert s.verify() == []  # the index holds exactly the records' vectors
         assert [m.text for m in s.recall("a", unit(7), k=1)] == ["fact 7"]
 
 
@@ -130,6 +131,7 @@ def test_index_of_another_store_is_not_served(tmp_path):
             s.deposit("x", [f"b{i}"], unit(100 + i)[None])
     os.replace(os.path.join(a, "index.usearch"), os.path.join(b, "index.usearch"))
     with Store(b, dim=DIM, exact_cutoff=0) as s:
+        assert s.verify() == []
         assert s.recall("x", unit(105), k=1)[0].text == "b5"
 
 
@@ -150,6 +152,7 @@ os._exit(0)
 """
     subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(__file__))
     with Store(store_path, exact_cutoff=0) as s:
+        assert s.verify() == []
         assert s.stats().records == 29
         assert s.recall("a", unit(17), k=1)[0].text == "fact 17"
 

@@ -54,6 +54,7 @@ with Store({store_path!r}) as s:
         assert writer.wait(5) == 0
         assert s.stats().records == 300
         assert s.recall("w", unit(149), k=1)[0].text == "fact 149"
+        assert s.verify() == []  # this reader's index caught up with every commit
     assert checks > 0
 
 
