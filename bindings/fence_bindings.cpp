@@ -123,6 +123,12 @@ public:
         return lin.keys();
     }
 
+    std::vector<std::string> verify() {
+        Lineage& lin = l();
+        py::gil_scoped_release nogil;
+        return lin.verify();
+    }
+
     py::list frontier(const std::string& key, const py::object& scope) {
         Lineage& lin = l();
         std::optional<Scope> s = as_scope(scope);
@@ -236,6 +242,7 @@ void bind_fence_impl(py::module_& m) {
         .def("info", &LineageHandle::info, py::arg("key"))
         .def("value", &LineageHandle::value, py::arg("key"), py::arg("version"))
         .def("keys", &LineageHandle::keys)
+        .def("verify", &LineageHandle::verify)
         .def("frontier", &LineageHandle::frontier, py::arg("key"), py::arg("scope"))
         .def("prepare", &LineageHandle::prepare, py::arg("key"), py::arg("scope"))
         .def("prepare_all", &LineageHandle::prepare_all)

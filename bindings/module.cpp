@@ -1,6 +1,8 @@
 // pybind11 glue: type conversion, GIL release around every engine call, and
 // the mapping of engine exceptions to Python ones. No logic lives here.
 #include "engine.hpp"
+#include "compact.hpp"
+#include "page_check.hpp"
 
 using namespace agentsensus_py;
 
@@ -28,6 +30,7 @@ PYBIND11_MODULE(_core, m) {
     m.attr("MAX_STATEMENT_BYTES") = kMaxStatementBytes;
     m.attr("MAX_STATEMENTS_PER_DEPOSIT") = kMaxStatementsPerDeposit;
     m.attr("MAX_OWNER_BYTES") = kMaxOwnerBytes;
+    m.attr("MAX_OWNERS_PER_RECORD") = kMaxOwnersPerRecord;
     m.attr("MAX_DIM") = kMaxDim;
 
     py::class_<Engine>(m, "Engine")
@@ -88,6 +91,25 @@ PYBIND11_MODULE(_core, m) {
         .def("stats", &Engine::stats)
         .def("merges", &Engine::merges)
         .def("close", &Engine::close);
+
+    m.def(
+        "compact",
+        [](const std::string& path) {
+            CompactResult r;
+            {
+                py::gil_scoped_release nogil;
+                r = compact_store(path);
+            }
+            return py::make_tuple(r.before, r.after);
+        },
+        py::arg("path"), "Rewrites a closed store's data.mdb without free pages; returns (bytes before, after).");
+    m.def(
+        "check_pages",
+        [](const std::string& path, bool deep) {
+            py::gil_scoped_release nogil;
+            return check_pages(path, deep);
+        },
+        py::arg("path"), py::arg("deep") = true, "Structural problems of path/data.mdb, read without LMDB's map; [] when sound.");
 
     bind_fence(m);
 }

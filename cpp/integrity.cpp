@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -11,6 +12,7 @@
 #include <unordered_set>
 
 #include "bytes.hpp"
+#include "page_check.hpp"
 #include "schema.hpp"
 #include "store.hpp"
 
@@ -63,6 +65,11 @@ std::vector<std::string> Store::verify() {
     };
     ReadTxn rt(*env_);
     MDB_txn* t = rt.get();
+    // The file's structure first, read without LMDB's map (the read
+    // transaction keeps the pages walked from being reused): reading damaged
+    // pages through LMDB could kill the process, so stop at any damage.
+    out = check_pages(dir_, true);
+    if (!out.empty()) return out;
     const uint64_t next_id = meta_u64(t, "next_id", 1);
     const uint64_t next_merge = meta_u64(t, "next_merge", 1);
     const uint64_t next_journal = meta_u64(t, "next_journal", 1);
@@ -254,51 +261,68 @@ void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests)
         each(t, db_.agent_names, [&](MDB_val& k, MDB_val& v) {
             if (k.mv_size == 4) names[read_be32(k.mv_data)] = std::string(view(v));
         });
-        std::set<uint64_t> keep;
-        std::vector<uint64_t> drop;
-        std::vector<float> vec(dim_);
-        each(t, db_.records, [&](MDB_val& k, MDB_val& v) {
+        // Every decision comes from sequential scans: a damaged key can leave
+        // a table out of order, and LMDB's lookups by key then miss entries.
+        std::vector<std::pair<std::string, uint32_t>> owner_rows;
+        std::unordered_set<uint64_t> owned;  // records with a known owner
+        each(t, db_.owners, [&](MDB_val& k, MDB_val& v) {
+            uint32_t a = v.mv_size == 4 ? load<uint32_t>(v.mv_data) : 0;
+            owner_rows.emplace_back(std::string(view(k)), a);
+            if (k.mv_size == 8 && names.count(a)) owned.insert(read_be64(k.mv_data));
+        });
+        // Scans a table of be64 keys: the sound entries by id, and whether
+        // lookups by key can be trusted (keys in order, and each one found
+        // again by a lookup: a damaged branch key misroutes lookups while
+        // the leaves still scan in order).
+        auto scan = [&](MDB_dbi dbi, const std::function<bool(uint64_t, const MDB_val&)>& sound,
+                        std::unordered_set<uint64_t>& ids, bool& ordered) {
+            uint64_t prev = 0;
+            ordered = true;
+            each(t, dbi, [&](MDB_val& k, MDB_val& v) {
+                if (k.mv_size != 8) {
+                    ordered = false;
+                    return;
+                }
+                uint64_t id = read_be64(k.mv_data);
+                MDB_val found;
+                if (id <= prev || !agentsensus::get(t, dbi, k, found) || found.mv_data != v.mv_data) ordered = false;
+                prev = id;
+                if (id != 0 && sound(id, v)) ids.insert(id);
+            });
+        };
+        std::unordered_set<uint64_t> with_vector, sound_records;
+        bool vectors_ordered, records_ordered;
+        scan(db_.vectors, [&](uint64_t, const MDB_val& v) { return v.mv_size == dim_ * sizeof(float); }, with_vector,
+             vectors_ordered);
+        scan(db_.records, [&](uint64_t id, const MDB_val& v) {
             RecordHeader h;
             std::string_view text;
-            uint64_t id = k.mv_size == 8 ? read_be64(k.mv_data) : 0;
-            bool ok = id != 0 && decode_record(v, h, text) && !text.empty();
-            try {
-                ok = ok && vector_of(t, id, vec.data());
-            } catch (const Corrupt&) {
-                ok = false;
+            return decode_record(v, h, text) && !text.empty() && with_vector.count(id) && owned.count(id);
+        }, sound_records, records_ordered);
+        std::set<uint64_t> keep(sound_records.begin(), sound_records.end());
+        // Keeps the entries of kept records: deletes the others by key, or,
+        // when the keys are out of order, rewrites the table from a scan.
+        auto prune = [&](MDB_dbi dbi, bool ordered) {
+            if (ordered) {
+                std::vector<std::string> stale;
+                each(t, dbi, [&](MDB_val& k, MDB_val&) {
+                    if (!keep.count(read_be64(k.mv_data))) stale.emplace_back(view(k));
+                });
+                for (auto& k : stale) del(t, dbi, val(k));
+                return;
             }
-            if (ok) {
-                bool owned = false;
-                Cursor c(t, db_.owners);
-                MDB_val key = k, ov;
-                bool more = c.op(key, ov, MDB_SET);
-                if (more) more = c.op(key, ov, MDB_FIRST_DUP);
-                while (more && !owned) {
-                    owned = ov.mv_size == 4 && names.count(load<uint32_t>(ov.mv_data));
-                    more = c.op(key, ov, MDB_NEXT_DUP);
-                }
-                ok = owned;
+            std::map<uint64_t, std::string> rows;
+            each(t, dbi, [&](MDB_val& k, MDB_val& v) {
+                if (k.mv_size == 8 && keep.count(read_be64(k.mv_data))) rows.emplace(read_be64(k.mv_data), std::string(view(v)));
+            });
+            drop_all(t, dbi);
+            for (auto& [id, v] : rows) {
+                Be64 k(id);
+                put(t, dbi, val(k.b, 8), val(v), MDB_APPEND);
             }
-            if (ok)
-                keep.insert(id);
-            else
-                drop.push_back(id);
-        });
-        for (uint64_t id : drop) {
-            Be64 k(id);
-            del(t, db_.records, val(k.b, 8));
-        }
-        // Vectors and owner entries of records that are gone or unknown owners.
-        std::vector<std::string> stale;
-        each(t, db_.vectors, [&](MDB_val& k, MDB_val&) {
-            if (k.mv_size != 8 || !keep.count(read_be64(k.mv_data))) stale.emplace_back(view(k));
-        });
-        for (auto& k : stale) del(t, db_.vectors, val(k));
-        std::vector<std::pair<std::string, uint32_t>> owner_rows;
-        each(t, db_.owners, [&](MDB_val& k, MDB_val& v) {
-            if (v.mv_size == 4) owner_rows.emplace_back(std::string(view(k)), load<uint32_t>(v.mv_data));
-            else owner_rows.emplace_back(std::string(view(k)), 0);
-        });
+        };
+        prune(db_.records, records_ordered);
+        prune(db_.vectors, vectors_ordered);
         drop_all(t, db_.owners);
         drop_all(t, db_.owned);
         drop_all(t, db_.hist);

@@ -23,7 +23,8 @@
 namespace agentsensus {
 
 constexpr size_t kValueDigestBytes = 16;
-constexpr size_t kMaxKeyBytes = 1024;              // UTF-8 bytes of a lineage key
+// UTF-8 bytes of a lineage key: it is an LMDB key, and LMDB's limit is 511.
+constexpr size_t kMaxKeyBytes = 511;
 constexpr size_t kMaxValueBytes = size_t(64) << 20; // one version's value
 constexpr size_t kMaxInputs = 65535;               // links of one derived version
 
@@ -118,6 +119,10 @@ public:
     CheckResult finish(const PreparedCheck& p, const std::vector<const std::string*>& answers);
     // prepare + answer from this store + finish on one snapshot.
     CheckResult check_local(std::string_view key, const Scope* scope);
+
+    // Every broken lineage invariant in plain words (heads against their
+    // versions, owners, links); empty when sound.
+    std::vector<std::string> verify();
 
 private:
     struct KeyRec {

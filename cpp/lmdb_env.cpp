@@ -5,6 +5,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "data_file.hpp"
+#include "page_check.hpp"
+
 namespace agentsensus {
 
 LmdbError::LmdbError(int rc, const std::string& what) : Error(what), code(rc) {}
@@ -19,12 +22,19 @@ void throw_lmdb(int rc, const char* what) {
 }
 
 ReadTxn::ReadTxn(Env& env) {
+    bool retried = false;
     for (;;) {
         lock_ = std::shared_lock<std::shared_mutex>(env.resize_mutex());
         int rc = mdb_txn_begin(env.raw(), nullptr, MDB_RDONLY, &txn_);
         if (rc == MDB_MAP_RESIZED) {
             lock_.unlock();
             env.adopt_resize();
+            continue;
+        }
+        // Every slot taken: free those of dead processes, then try once more.
+        if (rc == MDB_READERS_FULL && !retried && env.reader_check() > 0) {
+            retried = true;
+            lock_.unlock();
             continue;
         }
         if (rc) throw_lmdb(rc, "mdb_txn_begin(read)");
@@ -71,6 +81,13 @@ Env::Env(const std::string& dir, const Options& o) : readonly_(o.readonly) {
     unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
     if (o.readonly) flags |= MDB_RDONLY;
     if (!o.sync) flags |= MDB_NOSYNC;
+    guard_data_file(dir, !o.readonly);
+    // Every open reads the table directory (the main tree) through LMDB's
+    // map: check its pages first, so a damaged one is an error, not a crash.
+    if (stat((dir + "/data.mdb").c_str(), &st) == 0 && st.st_size > 0) {
+        std::vector<std::string> damage = check_pages(dir, false);
+        if (!damage.empty()) throw Corrupt(damage.front() + " (in " + dir + ")");
+    }
     rc = mdb_env_open(env_, dir.c_str(), flags, 0644);
     if (rc) {
         mdb_env_close(env_);
@@ -148,6 +165,8 @@ void Env::adopt_resize() {
 }
 
 void Env::grow() {
+    // A dead reader's slot pins old pages, so the file could not reuse them.
+    reader_check();
     std::unique_lock<std::shared_mutex> lock(resize_mu_);
     MDB_envinfo info;
     mdb_env_info(env_, &info);

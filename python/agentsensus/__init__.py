@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import embedders, judges, policies
 from ._version import __version__
+from .compact import Compacted, compact
 from .errors import ContentionError, CorruptStoreError, Error
 from .fence import Check, Fence, Link, Stale, StalePlanError
 from .judges import JudgeRequest
@@ -31,6 +32,8 @@ __all__ = [
     "Stale",
     "Check",
     "StalePlanError",
+    "compact",
+    "Compacted",
     "judges",
     "embedders",
     "policies",

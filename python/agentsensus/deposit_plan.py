@@ -19,7 +19,7 @@ import numpy.typing as npt
 from .judges import JudgeRequest
 from .policies import MergePolicy
 from .records import Memory
-from .validation import MAX_STATEMENT_BYTES
+from .validation import MAX_OWNERS_PER_RECORD, MAX_STATEMENT_BYTES
 
 __all__ = ["Item", "BatchPlanner"]
 
@@ -98,8 +98,10 @@ class BatchPlanner:
         """Scores of each row of vs against every staged new record."""
         m = self._staged_vecs[: len(self.new)]
         if self.metric == "l2sq":
-            return -(np.einsum("ij,ij->i", vs, vs)[:, None] - 2 * vs @ m.T + np.einsum("ij,ij->i", m, m)[None, :])
-        return vs @ m.T
+            d: F32 = np.einsum("ij,ij->i", vs, vs)[:, None] - 2 * vs @ m.T + np.einsum("ij,ij->i", m, m)[None, :]
+            return -d
+        scores: F32 = vs @ m.T
+        return scores
 
     # -- the two halves of an item ------------------------------------------
 
@@ -219,6 +221,11 @@ class BatchPlanner:
                 kept.append(after)
                 staged.text = after
                 staged.owners.add(item.owner)
+                if len(staged.owners) > MAX_OWNERS_PER_RECORD:
+                    raise ValueError(
+                        f"statements[{i}] would give record {rid} more than {MAX_OWNERS_PER_RECORD} owners, "
+                        "the limit per record"
+                    )
                 merged.append(True)
             resolved.append(rid)
             self.by_digest.setdefault(item.digests[i], rid)

@@ -38,6 +38,8 @@ MAX_VALUE_BYTES: int = _core.MAX_VALUE_BYTES
 MAX_INPUTS: int = _core.MAX_INPUTS
 
 _PUBLISH, _DERIVE, _OBSERVE = 0, 1, 2
+# One owner's head query: (owner, encoded query, links as (key, version, digest)).
+_Group = tuple[str, bytes, list[tuple[str, int, bytes]]]
 # StaleWhy in cpp/lineage.hpp
 _MOVED, _UNKNOWN, _NO_ANSWER, _MALFORMED = 0, 1, 2, 3
 
@@ -206,11 +208,11 @@ class Fence:
 
     # -- writes ------------------------------------------------------------------
 
-    def _write(self, op: tuple) -> int:
+    def _write(self, op: _core._LineageOp) -> int:
         lin = self._l()
         if self._store.readonly:
             raise Error(f"the store at {self._store.path} is open read-only")
-        staged: Optional[list[tuple]] = getattr(self._local, "staged", None)
+        staged: Optional[list[_core._LineageOp]] = getattr(self._local, "staged", None)
         if staged is None:
             return int(_core_call(lin.apply, [op], True)[0])
         # Inside a replan: validate and number against what it staged so far;
@@ -281,6 +283,13 @@ class Fence:
     def keys(self) -> list[str]:
         """Every key of this lineage, sorted."""
         return list(self._l().keys())
+
+    def verify(self) -> list[str]:
+        """Every broken lineage invariant, in plain words; ``[]`` when sound:
+        each head names a stored version with a value and no version is past
+        it, owners resolve both ways, and every link names a stored version
+        of its key, under the key's owner, with that version's digest."""
+        return list(self._l().verify())
 
     def frontier(self, key: str, *, scope: Optional[Iterable[str]] = None) -> list[Link]:
         """Every link reachable from the head of ``key`` through derived
@@ -385,8 +394,8 @@ class Fence:
             raise TypeError("heads must be None, a callable heads(owner, keys), or a client with ask_encoded")
         return self._result(lin.finish(prepared, answers), errors)
 
-    def _ask_callables(self, heads: HeadsFn, groups: Sequence[tuple], errors: dict[str, str]) -> list[Optional[bytes]]:
-        def one(group: tuple) -> Optional[bytes]:
+    def _ask_callables(self, heads: HeadsFn, groups: Sequence[_Group], errors: dict[str, str]) -> list[Optional[bytes]]:
+        def one(group: _Group) -> Optional[bytes]:
             owner, _, links = group
             keys = sorted({k for k, _, _ in links})
             try:
@@ -418,7 +427,7 @@ class Fence:
             return list(pool.map(one, groups))
 
     @staticmethod
-    def _result(raw: tuple, errors: Mapping[str, str]) -> Check:
+    def _result(raw: _core._CheckResult, errors: Mapping[str, str]) -> Check:
         current, rows, asked, size = raw
         stale = [
             Stale(k, o, rec, head or None, _stale_reason(k, o, rec, head, why, errors.get(o)))

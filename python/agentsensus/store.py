@@ -86,13 +86,13 @@ class Store:
         if judge is not None and not callable(judge):
             raise TypeError("judge must be a callable list[JudgeRequest] -> list[int | None]")
         if dim is None and embed is not None and getattr(embed, "dim", None) is not None:
-            dim = int(embed.dim)
+            dim = int(getattr(embed, "dim"))  # Embed is a plain callable type: .dim is optional
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
             raise ValueError(f"dim must be a positive int, got {dim!r}")
         if dim is not None and dim > _core.MAX_DIM:
             raise ValueError(f"dim must be at most {_core.MAX_DIM}, got {dim}")
         if embed is not None and getattr(embed, "dim", None) not in (None, dim):
-            raise ValueError(f"embed.dim={embed.dim} does not match dim={dim}")
+            raise ValueError(f"embed.dim={getattr(embed, 'dim')} does not match dim={dim}")
         if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 0:
             raise ValueError(f"candidates must be an int >= 0, got {candidates!r}")
         if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)):
@@ -374,8 +374,10 @@ class Store:
         """Every broken invariant, in plain words; ``[]`` when the store is
         sound. Checks owner sets against owner lists, edge symmetry, the
         counters behind ``stats``, the text and merge indexes, the journal,
-        and that the index holds exactly the records' vectors."""
-        return list(self._e().verify())
+        and that the index holds exactly the records' vectors; then the
+        Planfence lineage (see :meth:`Fence.verify`)."""
+        problems = list(self._e().verify())
+        return problems + list(self.__dict__["_lineage"].verify())
 
     def repair(self) -> None:
         """Rebuilds the index and every derived table from the records, owner

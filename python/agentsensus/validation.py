@@ -16,9 +16,11 @@ __all__ = ["check_owner", "check_statements", "check_round", "check_vectors", "c
 MAX_STATEMENT_BYTES: int = _core.MAX_STATEMENT_BYTES
 MAX_STATEMENTS_PER_DEPOSIT: int = _core.MAX_STATEMENTS_PER_DEPOSIT
 MAX_OWNER_BYTES: int = _core.MAX_OWNER_BYTES
+MAX_OWNERS_PER_RECORD: int = _core.MAX_OWNERS_PER_RECORD
 
 
 def check_owner(owner: Any, name: str = "owner") -> str:
+    """An owner name: a non-empty str of at most MAX_OWNER_BYTES UTF-8 bytes."""
     if not isinstance(owner, str):
         raise TypeError(f"{name} must be a str, got {type(owner).__name__}")
     if not owner.strip():
@@ -33,6 +35,8 @@ def check_owner(owner: Any, name: str = "owner") -> str:
 
 
 def check_statements(statements: Any, name: str = "statements") -> list[str]:
+    """A deposit's statements: a sequence (not a str) of 1 to
+    MAX_STATEMENTS_PER_DEPOSIT non-empty strs of at most MAX_STATEMENT_BYTES each."""
     if isinstance(statements, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of str, not a single {type(statements).__name__}")
     try:
@@ -58,6 +62,7 @@ def check_statements(statements: Any, name: str = "statements") -> list[str]:
 
 
 def check_round(round: Any) -> int:
+    """A round: an int from 0 to 2**32-1."""
     if isinstance(round, bool) or not isinstance(round, numbers.Integral):
         raise TypeError(f"round must be an int, got {type(round).__name__}")
     r = int(round)
@@ -67,6 +72,7 @@ def check_round(round: Any) -> int:
 
 
 def check_k(k: Any) -> int:
+    """A recall size: an int >= 1."""
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise TypeError(f"k must be an int, got {type(k).__name__}")
     if int(k) < 1:
@@ -98,6 +104,7 @@ def _check_finite(a: npt.NDArray[np.float32], name: str, cos: bool) -> None:
 
 
 def check_vectors(vectors: Any, n: int, dim: int, metric: str, name: str = "vectors") -> npt.NDArray[np.float32]:
+    """``n`` finite float32 rows of ``dim`` (non-zero under ``cos``), C-contiguous."""
     a = _as_float32(vectors, name)
     if a.ndim == 1 and n == 1 and a.shape[0] == dim:
         a = a.reshape(1, dim)
@@ -108,6 +115,7 @@ def check_vectors(vectors: Any, n: int, dim: int, metric: str, name: str = "vect
 
 
 def check_query(query: Any, dim: int, metric: str) -> npt.NDArray[np.float32]:
+    """One finite float32 vector of ``dim`` (non-zero under ``cos``); an (1, dim) array is accepted."""
     a = _as_float32(query, "query")
     if a.ndim == 2 and a.shape[0] == 1:
         a = a.reshape(-1)

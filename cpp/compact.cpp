@@ -1,0 +1,100 @@
+#include "compact.hpp"
+
+#include <fcntl.h>
+#include <lmdb.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "data_file.hpp"
+#include "errors.hpp"
+#include "lmdb_env.hpp"
+
+namespace agentsensus {
+
+namespace {
+
+struct Fd {
+    int fd = -1;
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+struct EnvHandle {
+    MDB_env* env = nullptr;
+    ~EnvHandle() {
+        if (env) mdb_env_close(env);
+    }
+};
+
+uint64_t file_size(const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+void fsync_path(const std::string& path, int flags) {
+    Fd f{::open(path.c_str(), flags)};
+    if (f.fd < 0 || ::fsync(f.fd) != 0)
+        throw Error("cannot fsync " + path + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+CompactResult compact_store(const std::string& dir) {
+    const std::string data = dir + "/data.mdb", tmp = dir + "/compact.tmp", copy = tmp + "/data.mdb";
+    struct stat st;
+    if (stat(data.c_str(), &st) != 0) throw NotFound("no store in " + dir);
+
+    // LMDB's open lock: every process with the environment open holds byte 0
+    // of lock.mdb shared; an opener first tries it exclusively. Holding it
+    // exclusively proves no one else has the store open and makes new
+    // openers wait until the swap is done.
+    Fd lock{::open((dir + "/lock.mdb").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)};
+    if (lock.fd < 0) throw Error("cannot open " + dir + "/lock.mdb: " + std::strerror(errno));
+    struct flock fl;
+    std::memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = 0;
+    fl.l_len = 1;
+    if (fcntl(lock.fd, F_SETLK, &fl) != 0)
+        throw Error("the store at " + dir + " is open in another process: close it there before compacting");
+
+    guard_data_file(dir, true);
+    CompactResult res;
+    res.before = file_size(data);
+    {
+        EnvHandle e;
+        int rc = mdb_env_create(&e.env);
+        if (rc) throw_lmdb(rc, "mdb_env_create");
+        mdb_env_set_maxdbs(e.env, 64);
+        // NOLOCK: the lock file is ours (above); RDONLY: compaction only reads.
+        rc = mdb_env_open(e.env, dir.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NORDAHEAD, 0644);
+        if (rc) throw_lmdb(rc, ("mdb_env_open(" + dir + ")").c_str());
+        // A copy left by an interrupted compaction is stale: start over.
+        std::remove(copy.c_str());
+        if (mkdir(tmp.c_str(), 0755) != 0 && errno != EEXIST)
+            throw Error("cannot create " + tmp + ": " + std::strerror(errno));
+        rc = mdb_env_copy2(e.env, tmp.c_str(), MDB_CP_COMPACT);
+        if (rc) {
+            std::remove(copy.c_str());
+            rmdir(tmp.c_str());
+            throw_lmdb(rc, "mdb_env_copy2(compact)");
+        }
+    }
+    // The copy must be on disk before it replaces the original, and the
+    // rename on disk before we report success.
+    fsync_path(copy, O_RDONLY);
+    if (std::rename(copy.c_str(), data.c_str()) != 0)
+        throw Error("cannot replace " + data + ": " + std::strerror(errno));
+    fsync_path(dir, O_RDONLY | O_DIRECTORY);
+    rmdir(tmp.c_str());
+    res.after = file_size(data);
+    return res;
+}
+
+}  // namespace agentsensus

@@ -1,0 +1,245 @@
+"""Opening damaged store files gives a clear error or a rebuild, never a
+crash. Regressions from fuzz/fuzz_open.py: a data.mdb shorter than its own
+metadata used to kill the process with SIGBUS on open."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from agentsensus import CorruptStoreError, Store
+
+from helpers import DIM, unit
+
+
+@pytest.fixture
+def sound(tmp_path) -> str:
+    path = os.fspath(tmp_path / "sound")
+    with Store(path, dim=DIM) as s:
+        for i in range(60):
+            s.deposit(f"a{i % 3}", [f"event {i} " + "word " * 40], unit(i)[None])
+        s.fence.publish("goal", "boss", "v")
+    return path
+
+
+def open_in_child(path: str, readonly: bool = False) -> subprocess.CompletedProcess:
+    """Opens and reads the store in a child, so that a crash fails the test
+    instead of killing it."""
+    code = f"""
+import sys
+sys.path[:0] = {sys.path!r}
+from agentsensus import Store, Error
+try:
+    with Store({path!r}, readonly={readonly!r}) as s:
+        s.verify(); list(s.records()); s.stats(); s.fence.keys()
+    print("opened")
+except Error as e:
+    print(type(e).__name__, e)
+"""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("keep", [2, 3, 0.5])
+@pytest.mark.parametrize("readonly", [False, True])
+def test_truncated_data_file_is_an_error_not_a_crash(sound, tmp_path, keep, readonly):
+    path = os.fspath(tmp_path / "cut")
+    shutil.copytree(sound, path)
+    data = os.path.join(path, "data.mdb")
+    size = os.path.getsize(data)
+    os.truncate(data, int(size * keep) if isinstance(keep, float) else keep * 4096)
+    r = open_in_child(path, readonly)
+    assert r.returncode == 0, f"the process died ({r.returncode}): {r.stderr[-500:]}"
+    assert r.stdout.startswith("CorruptStoreError"), r.stdout
+    if readonly:
+        assert "truncated" in r.stdout
+
+
+def test_truncated_data_file_in_this_process(sound):
+    os.truncate(os.path.join(sound, "data.mdb"), 3 * 4096)
+    with pytest.raises(CorruptStoreError):
+        with Store(sound) as s:
+            s.verify()
+
+
+def test_damaged_index_file_is_rebuilt(sound):
+    index = os.path.join(sound, "index.usearch")
+    with open(index, "r+b") as f:
+        f.seek(os.path.getsize(index) // 2)
+        f.write(b"\xff" * 64)
+    with Store(sound) as s:
+        assert s.verify() == []
+        assert s.recall("a0", unit(3), k=1)[0].text.startswith("event 3 ")
+
+
+def test_truncated_index_file_is_rebuilt(sound):
+    os.truncate(os.path.join(sound, "index.usearch"), 100)
+    with Store(sound) as s:
+        assert s.verify() == []
+        assert s.recall("a2", unit(5), k=1)[0].text.startswith("event 5 ")
+
+
+def test_empty_data_file_without_dim_is_a_clear_error(sound):
+    os.truncate(os.path.join(sound, "data.mdb"), 0)
+    with pytest.raises(ValueError, match="dim is required"):
+        Store(sound)
+
+
+def _flip_node_offset(path: str, table_page_flags: int = 0x02) -> int:  # 0x02: P_LEAF
+    """Flips the high bit of the first node offset of the last leaf page in
+    data.mdb that check_pages walks (a live page): the fuzzer's first crash,
+    a node offset 32 KiB past its page. Returns the page number."""
+    from agentsensus import _core
+
+    data = os.path.join(path, "data.mdb")
+    with open(data, "rb") as f:
+        raw = f.read()
+    for pgno in range(len(raw) // 4096 - 1, 1, -1):
+        page = raw[pgno * 4096 : (pgno + 1) * 4096]
+        flags = int.from_bytes(page[10:12], "little")
+        lower = int.from_bytes(page[12:14], "little")
+        if int.from_bytes(page[0:8], "little") == pgno and flags == table_page_flags and lower > 20:
+            at = pgno * 4096 + 17
+            with open(data, "r+b") as f:
+                f.seek(at)
+                f.write(bytes([raw[at] ^ 0x80]))
+            if _core.check_pages(path):  # a live page: keep the damage
+                return pgno
+            with open(data, "r+b") as f:
+                f.seek(at)
+                f.write(raw[at : at + 1])
+    raise AssertionError("no live leaf page found")
+
+
+def test_damaged_node_offset_is_reported_not_a_crash(sound):
+    """Regression (fuzz/fuzz_open.py): a flipped bit in a leaf page's node
+    offset makes LMDB read past the end of the file (SIGBUS). The page walk
+    finds it without LMDB's map; a plain open of such a file can still crash
+    when the damaged page is one the open reads (docs/reliability.md)."""
+    from agentsensus import _core
+
+    pgno = _flip_node_offset(sound)
+    problems = _core.check_pages(sound)
+    assert any(f"page {pgno} node 0 starts outside the page" in p for p in problems), problems
+    # `agentsensus check` walks the pages before it opens the store.
+    cli = subprocess.run(
+        [sys.executable, "-m", "agentsensus.cli", "check", sound],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert cli.returncode == 1 and "starts outside the page" in cli.stdout, cli.stdout + cli.stderr
+
+
+def test_sound_files_have_sound_pages(sound):
+    from agentsensus import _core
+
+    assert _core.check_pages(sound) == [] and _core.check_pages(sound, False) == []
+
+
+def test_damaged_table_directory_is_refused_at_open(sound):
+    """Every open reads the main tree (the table directory) through LMDB's
+    map; its pages are walked first, so damage there is an error."""
+    data = os.path.join(sound, "data.mdb")
+    with open(data, "r+b") as f:
+        metas = [f.read(4096)[16:], f.read(4096)[16:]]
+        newest = max(metas, key=lambda m: int.from_bytes(m[128:136], "little"))
+        root = int.from_bytes(newest[24 + 48 + 40 : 24 + 48 + 48], "little")
+        f.seek(root * 4096 + 17)  # high byte of the first node offset
+        b = f.read(1)
+        f.seek(root * 4096 + 17)
+        f.write(bytes([b[0] ^ 0x80]))
+    r = open_in_child(sound)
+    assert r.returncode == 0, f"the process died ({r.returncode}): {r.stderr[-500:]}"
+    assert r.stdout.startswith("CorruptStoreError") and "main tree page" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("size", [0, 100])
+def test_page_check_of_a_file_too_short_for_a_meta_page(sound, size):
+    """Regression (fuzz/fuzz_open.py): check_pages divided by a page size of
+    zero (SIGFPE) on a data.mdb shorter than one meta page."""
+    from agentsensus import _core
+
+    os.truncate(os.path.join(sound, "data.mdb"), size)
+    assert _core.check_pages(sound) == ["data.mdb: the file is too short to hold a meta page"]
+
+
+def test_page_check_names_a_damaged_table_printably(sound):
+    """Regression (fuzz/fuzz_open.py): a table name damaged into invalid
+    UTF-8 made check_pages' message undecodable (UnicodeDecodeError)."""
+    from agentsensus import _core
+
+    data = os.path.join(sound, "data.mdb")
+    with open(data, "r+b") as f:
+        raw = f.read()
+        metas = [raw[16:4096], raw[4096 + 16 : 8192]]
+        newest = max(metas, key=lambda m: int.from_bytes(m[128:136], "little"))
+        root = int.from_bytes(newest[24 + 48 + 40 : 24 + 48 + 48], "little")
+        at = raw.index(b"\x06\x00merges", root * 4096, (root + 1) * 4096) + 2  # key size, then the key
+        f.seek(at)
+        f.write(b"merg\xdf\x00")  # the name
+        f.seek(at + 6 + 40)
+        f.write((2**40 - 1).to_bytes(8, "little"))  # the table's root page
+    problems = _core.check_pages(sound)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("data.mdb: table 'merg\\xdf\\x00' page 1099511627775 lies outside the file")
+
+
+def test_repair_rewrites_a_table_whose_keys_are_out_of_order(sound):
+    """Regression (fuzz/fuzz_open.py): a bit flip in a key of the vectors
+    table leaves it out of order, so LMDB's lookups by key miss entries;
+    repair used to drop sound records and leave stray vectors behind."""
+    with Store(sound) as s:
+        victim = s.owned("a0")[5]
+    data = os.path.join(sound, "data.mdb")
+    with open(data, "r+b") as f:
+        raw = f.read()
+        # a vectors node: data size DIM * 4, no flags, key size 8, the key
+        node = (DIM * 4).to_bytes(4, "little") + b"\x00\x00\x08\x00" + victim.to_bytes(8, "big")
+        at = raw.find(node)
+        while at >= 0:  # free pages may hold stale copies: flip them all
+            f.seek(at + 8 + 1)  # the key's second byte
+            f.write(bytes([raw[at + 9] ^ 0x01]))
+            at = raw.find(node, at + 1)
+    with Store(sound) as s:
+        assert s.verify() != []
+        s.repair()
+        assert s.verify() == []
+        # the record whose vector key broke is dropped; every other survives
+        assert s.stats().records == 59
+        assert victim not in s.owned("a0")
+        assert s.recall("a1", unit(7), k=1)[0].text.startswith("event 7 ")
+
+
+def test_repair_survives_a_damaged_branch_key(sound):
+    """Regression (fuzz/fuzz_open.py): a bit flip in a branch page's key
+    misroutes LMDB's lookups while the leaves still scan in order; repair
+    trusted the lookups and left records without their vectors."""
+    data = os.path.join(sound, "data.mdb")
+    with open(data, "r+b") as f:
+        raw = bytearray(f.read())
+    flipped = 0
+    for pgno in range(2, len(raw) // 4096):
+        page = raw[pgno * 4096 : (pgno + 1) * 4096]
+        lower = int.from_bytes(page[12:14], "little")
+        if int.from_bytes(page[0:8], "little") != pgno or int.from_bytes(page[10:12], "little") != 0x01:
+            continue  # not a branch page
+        child = int.from_bytes(page[int.from_bytes(page[16:18], "little") :][:4], "little")
+        leaf = raw[child * 4096 : (child + 1) * 4096]
+        first = int.from_bytes(leaf[16:18], "little")
+        if int.from_bytes(leaf[first : first + 4], "little") != DIM * 4 or lower < 20:
+            continue  # not the vectors table
+        node = int.from_bytes(page[18:20], "little")  # the second node: it has a key
+        raw[pgno * 4096 + node + 8 + 6] ^= 0x40  # a low byte of the big-endian id
+        flipped += 1
+    assert flipped
+    with open(data, "wb") as f:
+        f.write(raw)
+    with Store(sound) as s:
+        s.repair()
+        assert s.verify() == []
+        assert s.recall("a1", unit(7), k=1)[0].text.startswith("event 7 ")
