@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
+
+from .records import Memory
 
 __all__ = ["main"]
 
@@ -25,8 +28,19 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from . import _core
     from .store import Store
 
+    # The file's page structure first, read without LMDB's memory map:
+    # opening a store with damaged pages could crash this process.
+    damage = list(_core.check_pages(args.path)) if os.path.isfile(os.path.join(args.path, "data.mdb")) else []
+    if damage:
+        if args.json:
+            print(json.dumps({"sound": False, "problems": damage}))
+        else:
+            print("\n".join(damage))
+            print("the file's pages are damaged: --repair cannot fix that; restore a backup", file=sys.stderr)
+        return 1
     with Store(args.path, create=False, readonly=not args.repair) as s:
         problems = s.verify()
         if problems and args.repair:
@@ -41,6 +55,95 @@ def _check(args: argparse.Namespace) -> int:
     else:
         print("ok")
     return 1 if problems else 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    from .compact import compact
+
+    r = compact(args.path)
+    if args.json:
+        print(json.dumps(r._asdict()))
+    else:
+        print(f"data.mdb: {r.before} -> {r.after} bytes")
+    return 0
+
+
+def _memory_json(m: Memory) -> dict[str, Any]:
+    d = asdict(m)
+    d["owners"] = sorted(m.owners)
+    return d
+
+
+def _show(args: argparse.Namespace) -> int:
+    from .store import Store
+
+    with Store(args.path, create=False, readonly=True) as s:
+        try:
+            m = s.get(args.id)
+        except KeyError:
+            print(f"no record {args.id} in {args.path}", file=sys.stderr)
+            return 1
+        neighbours = [s.get(i) for i in s.neighbors(m.id)]
+    if args.json:
+        row = {k: v for k, v in _memory_json(m).items() if k not in ("score", "via")}
+        row["neighbors"] = [{"id": n.id, "text": n.text, "owners": sorted(n.owners)} for n in neighbours]
+        print(json.dumps(row, ensure_ascii=False))
+        return 0
+    print(f"record {m.id} (round {m.round}): {m.text}")
+    print(f"  owners ({len(m.owners)}): {', '.join(sorted(m.owners))}")
+    print(f"  neighbours ({len(neighbours)}):")
+    for n in neighbours:
+        print(f"    {n.id}: {n.text}")
+    return 0
+
+
+def _query_vector(args: argparse.Namespace, dim: int) -> Any:
+    """QUERY as a vector: parsed JSON with --vector-json, else embedded with
+    the named embedder, which must produce the store's dimension."""
+    import numpy as np
+
+    if args.vector_json:
+        try:
+            return np.asarray(json.loads(args.query), dtype=np.float32)
+        except (ValueError, TypeError) as e:
+            raise SystemExit(f"--vector-json: QUERY is not a JSON array of numbers: {e}") from None
+    from . import embedders
+
+    embed = embedders.minilm if args.embedder == "minilm" else embedders.hash
+    if embed.dim != dim:
+        raise SystemExit(
+            f"the store's vectors have {dim} dimensions and the {args.embedder} embedder makes {embed.dim}: "
+            "pass the query vector with --vector-json"
+        )
+    return embed([args.query])[0]
+
+
+def _recall(args: argparse.Namespace) -> int:
+    from .store import Store
+
+    with Store(args.path, create=False, readonly=True) as s:
+        rows = s.recall(args.owner, _query_vector(args, s.dim), k=args.k, expand=not args.no_expand)
+    if args.json:
+        print(json.dumps([_memory_json(m) for m in rows], ensure_ascii=False))
+        return 0
+    for m in rows:
+        score = f"{m.score:.3f}" if m.score is not None else "  -  "
+        print(f"{m.via:>4} {score} {m.id:>8}  {m.text}  [{', '.join(sorted(m.owners))}]")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .export import export_jsonl
+    from .store import Store
+
+    with Store(args.path, create=False, readonly=True) as s:
+        if args.out == "-":
+            counts = export_jsonl(s, sys.stdout)
+        else:
+            with open(args.out, "w", encoding="utf-8") as f:
+                counts = export_jsonl(s, f)
+    print(f"exported {counts.records} records, {counts.merges} merges, {counts.keys} lineage keys", file=sys.stderr)
+    return 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -62,6 +165,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ck.add_argument("--repair", action="store_true", help="rebuild the index and derived tables from the records")
     ck.add_argument("--json", action="store_true", help="print JSON")
     ck.set_defaults(fn=_check)
+    cp = sub.add_parser("compact", help="rewrite a closed store without free pages (forgotten text leaves the file)")
+    cp.add_argument("path")
+    cp.add_argument("--json", action="store_true", help="print JSON")
+    cp.set_defaults(fn=_compact)
+    sh = sub.add_parser("show", help="print one record with its owners and neighbours")
+    sh.add_argument("path")
+    sh.add_argument("id", type=int)
+    sh.add_argument("--json", action="store_true", help="print JSON")
+    sh.set_defaults(fn=_show)
+    rc = sub.add_parser("recall", help="what OWNER recalls for QUERY (owner-scoped search plus one edge)")
+    rc.add_argument("path")
+    rc.add_argument("owner")
+    rc.add_argument("query", help="text (embedded with --embedder), or a JSON vector with --vector-json")
+    rc.add_argument("--k", type=int, default=5, help="nearest records to return (default 5)")
+    rc.add_argument("--no-expand", action="store_true", help="no records one affiliation edge away")
+    rc.add_argument("--vector-json", action="store_true", help="QUERY is a JSON array of floats")
+    rc.add_argument("--embedder", choices=["hash", "minilm"], default="hash",
+                    help="embeds a text QUERY; it must be the one the store was written with (default hash)")
+    rc.add_argument("--json", action="store_true", help="print JSON")
+    rc.set_defaults(fn=_recall)
+    ex = sub.add_parser("export", help="write the store as JSON Lines (records, edges, merge log, lineage)")
+    ex.add_argument("path")
+    ex.add_argument("-o", "--out", default="-", help="output file (default: standard output)")
+    ex.set_defaults(fn=_export)
     args = p.parse_args(argv)
     return int(args.fn(args))
 

@@ -84,7 +84,7 @@ class HeadsServer:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        self._fence: "Fence" = store.fence if hasattr(store, "fence") else store  # type: ignore[union-attr]
+        self._fence: "Fence" = store.fence if hasattr(store, "fence") else store
         names = [owners] if isinstance(owners, str) else list(owners)
         if not names:
             raise ValueError("owners is empty: a heads server serves at least one owner")
@@ -149,7 +149,8 @@ class HeadsServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        # aiohttp types _server as AbstractServer; it is an asyncio.Server, which has the sockets (port 0).
+        sockets = getattr(site._server, "sockets", None) or []
         if sockets:
             self.port = sockets[0].getsockname()[1]
 

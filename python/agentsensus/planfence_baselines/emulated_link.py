@@ -38,6 +38,7 @@ class _Queue:
         self.free_at = 0.0  # seconds: when the link is next idle
 
     def send(self, t: float, nbytes: int) -> float:
+        """When a message of ``nbytes`` sent at ``t`` has left the link (it queues behind earlier ones)."""
         start = max(t, self.free_at)
         self.free_at = start + nbytes * 8 / self.bps
         return self.free_at
@@ -56,10 +57,12 @@ class EmulatedNetwork:
         self._rng = {(a, b): random.Random(f"{seed}:{a}->{b}") for a in agents for b in agents if a != b}
 
     def delay(self, src: str, dst: str) -> float:
+        """The seeded one-way propagation delay from ``src`` to ``dst``, in seconds."""
         p = self.profile
         return (p.base_ms + self._rng[(src, dst)].gammavariate(p.jitter_shape, p.jitter_scale_ms)) / 1000.0
 
     def send(self, t: float, src: str, dst: str, payload_bytes: int) -> float:
+        """When a message of ``payload_bytes`` (plus framing) sent at ``t`` arrives at ``dst``."""
         n = payload_bytes + self.profile.framing_bytes
         left = self.up[src].send(t, n)
         return self.down[dst].send(left + self.delay(src, dst), n)

@@ -23,6 +23,7 @@ class LocalOwners:
         self.stores = stores
 
     def ask_encoded(self, queries: Mapping[str, bytes]) -> dict[str, Any]:
+        """Answers each owner's encoded head query from that owner's store."""
         out: dict[str, Any] = {}
         for owner, q in queries.items():
             store = self.stores.get(owner)

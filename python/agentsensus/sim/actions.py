@@ -89,8 +89,8 @@ def apply_actions(world: World, actions: list[Action], round: int) -> tuple[list
         event = _apply(world, head, actors, round)
         if event is not None:
             events.append(world.record(event))
-            for a in event.actors:
-                results[a] = event.text
+            for actor in event.actors:
+                results[actor] = event.text
     return events, results
 
 

@@ -48,6 +48,7 @@ class MemoryGraph:
     edges: set[tuple[int, int]] = field(default_factory=set)
 
     def link(self, a: int, b: int) -> None:
+        """Joins rows ``a`` and ``b`` (a row is never linked to itself)."""
         if a != b:
             self.edges.add((a, b) if a < b else (b, a))
 

@@ -89,15 +89,18 @@ class CollaborativeBackend:
         return out
 
     def stats(self) -> dict[str, int]:
+        """Row counts: ``records``, ``shared``, ``three_plus``, ``max_owners``, ``linked``."""
         st = owner_stats(self.graph())
         st["granted_rows"] = sum(1 for r in self.readers if len(r) >= 2)
         st["max_readers"] = max((len(r) for r in self.readers), default=0)
         return st
 
     def graph(self) -> MemoryGraph:
+        """Every row with its readers and links."""
         g = MemoryGraph()
         g.owners = {p + 1: frozenset((w,)) for p, w in enumerate(self.writers)}
         return g
 
     def close(self) -> None:
+        """Nothing to release: the rows live in memory."""
         pass

@@ -51,7 +51,7 @@ class ConsensusBackend:
         self.dim = dim
         self.judge = judge if judge is not None else ContentJudge()
         self.merging = merging
-        self._kw = {"dim": dim, "judge": self.judge, "candidates": candidates, "min_similarity": min_similarity}
+        self._kw: dict[str, Any] = {"dim": dim, "judge": self.judge, "candidates": candidates, "min_similarity": min_similarity}
         self.stores: dict[str, Any] = {}
         self.seen: set[str] = set()  # every owner that deposited
         # The store creates its own directory, not missing parents.
@@ -125,6 +125,7 @@ class ConsensusBackend:
         return out
 
     def close(self) -> None:
+        """Closes every store; calling it again does nothing."""
         for store in self.stores.values():
             store.close()
         self.stores = {}

@@ -132,12 +132,15 @@ class GMemoryBackend:
         return out
 
     def stats(self) -> dict[str, int]:
+        """Row counts: ``records``, ``shared``, ``three_plus``, ``max_owners``, ``linked``."""
         st = owner_stats(self.graph_)
         st["insights"] = self.insights
         return st
 
     def graph(self) -> MemoryGraph:
+        """Every row with its owners and links."""
         return self.graph_
 
     def close(self) -> None:
+        """Nothing to release: the graph lives in memory."""
         pass

@@ -151,14 +151,17 @@ class GenerativeAgentsBackend:
         return out
 
     def stats(self) -> dict[str, int]:
+        """Row counts: ``records``, ``shared``, ``three_plus``, ``max_owners``, ``linked``."""
         st = owner_stats(self.graph_)
         st["reflections"] = self.reflections
         return st
 
     def graph(self) -> MemoryGraph:
+        """Every row with its owner and links."""
         return self.graph_
 
     def close(self) -> None:
+        """Nothing to release: the streams live in memory."""
         pass
 
 

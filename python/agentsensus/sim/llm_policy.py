@@ -74,12 +74,14 @@ class LLMPolicy:
         self.calls = 0
 
     def begin_round(self, world: World, round: int) -> set[str]:
+        """Wakes every agent on the first round; no one extra after."""
         if round == 1:
             for agent, place in self.start.items():
                 world.move(agent, place)
         return set()
 
     def decide(self, agent: str, view: AgentView) -> Action:
+        """Asks the model for ``agent``'s action; an unusable answer becomes ``observe``."""
         self.calls += 1
         return parse_action(agent, self.complete(build_prompt(view)), view.place)
 

@@ -165,8 +165,8 @@ def _blocks(lines: list[str]) -> list[tuple[str, str]]:
             continue
         if _HEADING.match(stripped):
             out.append(("heading", stripped))
-        elif _SPEAKER.match(stripped):
-            out.append(("speaker", _SPEAKER.match(stripped).group(1)))
+        elif speaker := _SPEAKER.match(stripped):
+            out.append(("speaker", speaker.group(1)))
         elif stripped.startswith("_") and not stripped.startswith("_\\["):
             # A stage direction may run over several lines until its closing underscore.
             text = stripped

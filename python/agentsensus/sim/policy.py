@@ -36,6 +36,8 @@ class AgentView:
 
 @runtime_checkable
 class Policy(Protocol):
+    """What drives the agents: wakes them each round and picks each one's action."""
+
     def begin_round(self, world: World, round: int) -> set[str] | None:
         """Agents to wake this round (beyond the awake); ``None`` ends the run."""
 
@@ -66,6 +68,7 @@ class ScriptedPolicy:
 
     @property
     def finished(self) -> bool:
+        """True once every beat of the play has been played."""
         return self.cursor >= len(self.play.beats)
 
     def _actors(self, beat: Beat) -> tuple[str, ...]:
@@ -85,6 +88,7 @@ class ScriptedPolicy:
         return tuple(dict.fromkeys(a for a in who if a not in self.dead))
 
     def begin_round(self, world: World, round: int) -> set[str] | None:
+        """Plans the round's beats; returns the agents to wake, or ``None`` when the play is over."""
         self.planned, self.narration = {}, []
         self.arrived, self._entering = self._entering, set()
         beats = self.play.beats
@@ -146,6 +150,7 @@ class ScriptedPolicy:
         return list(self.narration)
 
     def decide(self, agent: str, view: AgentView) -> Action:
+        """The action the script gives ``agent`` this round (``observe`` when it gives none)."""
         if agent in self.planned:
             return self.planned[agent]
         if agent in self.arrived and view.place:

@@ -24,6 +24,7 @@ class Progress:
         self._start = self._last = time.perf_counter()
 
     def update(self, done: int, note: str = "") -> None:
+        """Reports ``done`` steps (with ``note``) when enabled."""
         if not self.enabled:
             return
         now = time.perf_counter()

@@ -205,7 +205,7 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
     hz = metrics.get("horizon") or {}
     if hz.get("rounds"):
         parts.append("<h2>Horizon</h2>")
-        hrows = []
+        hrows: list[list[Any]] = []
         for b in names:
             if b in hz:
                 hrows.append([_name(b)] + [f"{hz[b][str(r)]['shared_pct']:.1f}% of {hz[b][str(r)]['total']:,}"

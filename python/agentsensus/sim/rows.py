@@ -38,6 +38,7 @@ class VectorRows:
 
     @property
     def matrix(self) -> npt.NDArray[np.float32]:
+        """The rows so far as one (n, dim) view (no copy)."""
         return self._data[: self._n]
 
 

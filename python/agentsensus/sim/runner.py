@@ -46,17 +46,17 @@ def make_backend(name: str, embed: CachedEmbedder, world: World, store_dir: Path
         from .consensus import ConsensusBackend
 
         path = store_dir / ("consensus" if merging else "consensus-no-merge")
-        return ConsensusBackend(path, embed.dim, judge=judge, merging=merging)  # type: ignore[return-value]
+        return ConsensusBackend(path, embed.dim, judge=judge, merging=merging)
     if name == "generative_agents":
-        return GenerativeAgentsBackend(embed, embed.dim)  # type: ignore[return-value]
+        return GenerativeAgentsBackend(embed, embed.dim)
     if name == "g_memory":
-        return GMemoryBackend(embed, embed.dim)  # type: ignore[return-value]
+        return GMemoryBackend(embed, embed.dim)
     if name == "collaborative":
         def co_present(owner: str, _round: int) -> list[str]:
             # The access-control layer grants a row to whoever shares the room.
             return world.present(world.agents[owner].place) if owner in world.agents else []
 
-        return CollaborativeBackend(embed.dim, grant=co_present)  # type: ignore[return-value]
+        return CollaborativeBackend(embed.dim, grant=co_present)
     raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
 
 

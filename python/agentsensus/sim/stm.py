@@ -21,12 +21,15 @@ class GoalStack:
         self._goals: list[str] = []
 
     def push(self, goal: str) -> None:
+        """Puts ``goal`` on top."""
         self._goals.append(goal)
 
     def pop(self) -> str | None:
+        """Removes and returns the top goal (``None`` when empty)."""
         return self._goals.pop() if self._goals else None
 
     def peek(self) -> str | None:
+        """The top goal (``None`` when empty)."""
         return self._goals[-1] if self._goals else None
 
     def __len__(self) -> int:
@@ -40,6 +43,7 @@ class StatusRegister(dict):  # type: ignore[type-arg]
     """Named facts about the agent's present state (place, alive, last heard)."""
 
     def set(self, key: str, value: Any) -> None:
+        """Sets one status field."""
         self[key] = value
 
 
@@ -55,6 +59,7 @@ class CacheEntry:
 
     @property
     def text(self) -> str:
+        """The entry as one line: ``action -> result``."""
         return f"{self.action} -> {self.result}" if self.result else self.action
 
 

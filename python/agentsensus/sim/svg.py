@@ -24,7 +24,7 @@ _FONT = 'font-family="system-ui, -apple-system, Segoe UI, sans-serif"'
 def _nice_max(v: float) -> float:
     if v <= 0:
         return 1.0
-    exp = 10 ** math.floor(math.log10(v))
+    exp = 10.0 ** math.floor(math.log10(v))
     for m in (1, 2, 2.5, 5, 10):
         if v <= m * exp:
             return m * exp
@@ -116,8 +116,13 @@ def graph(pos: npt.NDArray[np.float64], edges: Sequence[tuple[int, int]], *, tit
           width: int = 720, height: int = 560) -> str:
     """Nodes at ``pos`` (in [-1, 1]^2) joined by ``edges``."""
     padx, pady = (130, 30) if labels else (16, 16)  # room for the labels beside the nodes
-    sx = lambda x: padx + (x + 1) / 2 * (width - 2 * padx)  # noqa: E731
-    sy = lambda y: pady + (1 - (y + 1) / 2) * (height - 2 * pady)  # noqa: E731
+
+    def sx(x: float) -> float:
+        return padx + (x + 1) / 2 * (width - 2 * padx)
+
+    def sy(y: float) -> float:
+        return pady + (1 - (y + 1) / 2) * (height - 2 * pady)
+
     out = _open(width, height, title)
     wmax = max(edge_weights) if edge_weights else 1.0
     for i, (a, b) in enumerate(edges):

@@ -68,6 +68,7 @@ class World:
         return self.agents[name]
 
     def add_place(self, place: str) -> None:
+        """Adds ``place`` if it is new."""
         if place not in self.places:
             self.places.append(place)
 
@@ -102,6 +103,7 @@ class World:
                 self.move(name, None)
 
     def record(self, event: Event) -> Event:
+        """Appends ``event`` to the world's history and returns it."""
         self.events.append(event)
         if event.kind == "say":
             self.threads.setdefault(event.place, []).append(event)

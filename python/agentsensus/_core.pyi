@@ -1,0 +1,138 @@
+"""Type stub of the compiled engine module (bindings/module.cpp,
+bindings/engine.hpp, bindings/fence_bindings.cpp).
+
+The module is internal: the public API is :class:`agentsensus.Store` and
+:class:`agentsensus.Fence`, which validate every argument before calling
+here. Methods bound without ``py::arg`` names take positional arguments only.
+"""
+
+from typing import Any, Iterable, Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+
+# Engine limits (cpp/limits.hpp, cpp/lineage.hpp).
+MAX_STATEMENT_BYTES: int
+MAX_STATEMENTS_PER_DEPOSIT: int
+MAX_OWNER_BYTES: int
+MAX_OWNERS_PER_RECORD: int
+MAX_DIM: int
+VALUE_DIGEST_BYTES: int
+MAX_KEY_BYTES: int
+MAX_VALUE_BYTES: int
+MAX_INPUTS: int
+
+# float32 rows; anything else is copied (forcecast) by pybind11.
+_F32 = Union[npt.NDArray[np.float32], npt.ArrayLike]
+# (id, text, owners, round)
+_Row = tuple[int, str, tuple[str, ...], int]
+# (id, text, owners, round, score or None on expansion rows, "hit" | "edge")
+_RecallRow = tuple[int, str, tuple[str, ...], int, Optional[float], str]
+# (owner, round, texts, digests, vectors, targets, expected texts, kept texts)
+_CommitPlan = tuple[
+    str, int, list[str], bytes, npt.NDArray[np.float32], list[int], list[Optional[str]], list[Optional[str]]
+]
+# (key, owner, recorded version, head, why: 0 moved, 1 unknown, 2 no answer, 3 malformed)
+_StaleRow = tuple[str, str, int, int, int]
+# (current, stale rows, owners asked, bytes of queries and answers)
+_CheckResult = tuple[bool, list[_StaleRow], int, int]
+# (kind: 0 publish, 1 derive, 2 observe, key, owner, digest, value, version, inputs)
+_LineageOp = tuple[int, str, str, bytes, bytes, int, list[tuple[str, int]]]
+
+class Error(Exception):
+    """Base of the engine's own errors (``agentsensus.Error``)."""
+
+class CorruptStoreError(Error):
+    """The store's files break an invariant the engine relies on."""
+
+class Engine:
+    """One open store: an LMDB environment and its vector index."""
+
+    def __init__(
+        self,
+        path: str,
+        dim: int,
+        metric: str,
+        metric_given: bool,
+        create: bool,
+        readonly: bool,
+        sync: bool,
+        exact_cutoff: int,
+        map_size: int,
+    ) -> None: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
+    def prepare(
+        self, vectors: _F32, digests: bytes, k: int, min_similarity: float, /
+    ) -> tuple[
+        int,
+        list[int],
+        list[int],
+        npt.NDArray[np.uint64],
+        npt.NDArray[np.float32],
+        dict[int, tuple[str, tuple[str, ...], int]],
+    ]:
+        """On a read snapshot: (journal seq, exact-duplicate record per
+        statement or 0, candidate offsets, candidate ids, scores, the named
+        records)."""
+    def commit(
+        self, plans: list[_CommitPlan], prepared_seq: int, min_similarity: float, /
+    ) -> tuple[bool, Any]:
+        """One write transaction: ``(True, ids per deposit per statement)``,
+        or ``(False, why)`` on a conflict with a concurrent commit."""
+    def recall(self, owner: str, query: _F32, k: int, expand: bool, /) -> list[_RecallRow]: ...
+    def get(self, id: int, /) -> _Row: ...
+    def neighbors(self, id: int, /) -> list[int]: ...
+    def owned(self, owner: str, /) -> list[int]: ...
+    def forget(self, owner: str, id: int, /) -> None: ...
+    def records(self, after: int, limit: int, /) -> list[_Row]: ...
+    def verify(self) -> list[str]: ...
+    def repair(self, digests: list[tuple[int, bytes]], /) -> None: ...
+    def stats(self) -> dict[str, int]: ...
+    def merges(self, after: int, limit: int, /) -> list[tuple[int, int, str, str, str, int]]:
+        """(seq, survivor, kept, discarded, owner, round) after ``after``."""
+    def close(self) -> None: ...
+
+def compact(path: str) -> tuple[int, int]:
+    """Rewrites a closed store's data.mdb without free pages; returns
+    (bytes before, bytes after)."""
+
+def check_pages(path: str, deep: bool = True) -> list[str]:
+    """Structural problems of path/data.mdb, read without LMDB's map; ``[]``
+    when sound."""
+
+class PreparedCheck:
+    """A Planfence check split for a transport: the head queries per owner."""
+
+    def groups(self) -> list[tuple[str, bytes, list[tuple[str, int, bytes]]]]:
+        """(owner, encoded query, links as (key, version, digest)) per owner."""
+    def __len__(self) -> int: ...
+
+class Lineage:
+    """Planfence lineage tables of one store's environment."""
+
+    def __init__(self, engine: Engine) -> None: ...
+    def apply(self, ops: list[_LineageOp], commit: bool) -> list[int]: ...
+    def info(self, key: str) -> tuple[str, int]:
+        """(owner, head version); ``KeyError`` when unknown."""
+    def value(self, key: str, version: int) -> bytes:
+        """The value of ``version`` (0: the head)."""
+    def keys(self) -> list[str]: ...
+    def verify(self) -> list[str]:
+        """Every broken lineage invariant, in plain words."""
+    def frontier(self, key: str, scope: Optional[Iterable[str]]) -> list[tuple[str, str, int, bytes, bool]]:
+        """(key, owner, version, digest, derived) links reachable from the head."""
+    def prepare(self, key: str, scope: Optional[Iterable[str]]) -> PreparedCheck: ...
+    def prepare_all(self) -> PreparedCheck: ...
+    def answer(self, owner: str, query: bytes) -> bytes: ...
+    def finish(self, prepared: PreparedCheck, answers: list[Optional[bytes]]) -> _CheckResult: ...
+    def check_local(self, key: str, scope: Optional[Iterable[str]]) -> _CheckResult: ...
+    def time_check_local(self, key: str, scope: Optional[Iterable[str]], repeat: int) -> float: ...
+    @staticmethod
+    def encode_answer(heads: list[tuple[int, bool]]) -> bytes: ...
+    @staticmethod
+    def encode_query(entries: list[tuple[str, int]]) -> bytes: ...
