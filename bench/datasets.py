@@ -79,3 +79,56 @@ def copy_of(path: str, dest: str) -> str:
     """A private copy to write into, so the cached store stays as built."""
     shutil.copytree(path, dest)
     return dest
+
+
+# -- side-by-side corpus (bench/compare.py) ------------------------------------
+
+BLOCK = 5  # statements per deposit in the side-by-side corpus: edges to expand along
+
+# Owner per selectivity in the side-by-side corpus (see corpus_owners).
+SELECTIVITY: dict[str, str] = {"0.1%": "milli", "1%": "a7", "10%": "tenth", "100%": "all"}
+
+
+def corpus_depositor(i: int) -> str:
+    """Who deposited record i: blocks of BLOCK consecutive records, 100 agents
+    in rotation, so each agent owns 1% and a block is one affiliated deposit."""
+    return f"a{(i // BLOCK) % 100}"
+
+
+def corpus_owners(i: int) -> list[str]:
+    """Record i's owner set, depositor first: besides the depositor, "all"
+    owns every record, "tenth" every tenth and "milli" every thousandth, so
+    one store serves every selectivity of SELECTIVITY."""
+    owners = [corpus_depositor(i), "all"]
+    if i % 10 == 0:
+        owners.append("tenth")
+    if i % 1000 == 0:
+        owners.append("milli")
+    return owners
+
+
+def corpus_text(i: int) -> str:
+    """Record i's statement; corpus_index inverts it."""
+    return f"record {i}"
+
+
+def corpus_index(text: str) -> int:
+    """The corpus index of a record text made by corpus_text."""
+    return int(text.rsplit(" ", 1)[1])
+
+
+def corpus_owned(n: int, owner: str) -> np.ndarray:
+    """Indices of the records of an n-record corpus that owner owns, ascending."""
+    idx = np.arange(n)
+    if owner == "all":
+        return idx
+    if owner == "tenth":
+        return idx[idx % 10 == 0]
+    if owner == "milli":
+        return idx[idx % 1000 == 0]
+    return idx[(idx // BLOCK) % 100 == int(owner[1:])]
+
+
+def corpus_blocks(n: int) -> "list[range]":
+    """The corpus as deposits: consecutive ranges of BLOCK records (one depositor each)."""
+    return [range(s, min(s + BLOCK, n)) for s in range(0, n, BLOCK)]

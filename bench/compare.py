@@ -1,0 +1,235 @@
+"""agentsensus side by side with what users would pick instead, and with the
+limits of the parts it is built on, in one process and one run.
+
+    python bench/compare.py                 # 100k records, about 15 min here
+    python bench/compare.py --quick         # 2k records, a smoke run
+    python bench/compare.py --n 1000000 --out bench/results/compare-1m.json
+
+Peers (bench/peers/): agentsensus; the Python glue (usearch + lmdb packages);
+Chroma embedded; raw usearch and raw LMDB as limits. Workloads: deposit with a
+no-op judge (1 statement, 5 statements, deposit_many of 100), owner-scoped
+recall k=5 with expansion at 0.1%, 1%, 10% and 100% owner selectivity (with
+recall@5 against an exact owner-scoped scan), and open + first query after a
+clean close. Peers run interleaved, call by call, so that a noisy machine
+slows them alike. Prints medians, ratios to agentsensus and the DESIGN.md
+bars; writes the same as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # run as a script: bench/ modules
+
+import compare_report  # noqa: E402
+import datasets  # noqa: E402
+import peers  # noqa: E402
+from peers.base import DEPOSIT_WORKLOADS, OPEN, RECALL, Corpus, Peer  # noqa: E402
+
+K = 5
+HERE = os.path.dirname(os.path.abspath(__file__))
+STATEMENTS = {"deposit_1": 1, "deposit_5": 5, "deposit_many_100": 100}
+
+
+@dataclass(frozen=True)
+class Reps:
+    """Timed calls per peer and workload (one more, untimed, warms up)."""
+
+    queries: int  # per selectivity
+    deposit_1: int
+    deposit_5: int
+    deposit_many_100: int
+    opens: int
+
+
+FULL = Reps(queries=200, deposit_1=200, deposit_5=100, deposit_many_100=20, opens=5)
+QUICK = Reps(queries=20, deposit_1=20, deposit_5=10, deposit_many_100=3, opens=3)
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    cpu = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kb = int(f.readline().split()[1])
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "ram_gib": round(mem_kb / 2**20, 1),
+        "python": platform.python_version(),
+        "loadavg_start": os.getloadavg(),
+    }
+
+
+def versions() -> dict[str, str]:
+    """Package versions (agentsensus from the imported module: it may run
+    from a source snapshot rather than an installed wheel)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import agentsensus
+
+    out = {"agentsensus": f"{getattr(agentsensus, '__version__', '?')} ({os.path.dirname(agentsensus.__file__)})"}
+    for pkg in ["usearch", "lmdb", "chromadb", "numpy"]:
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "absent"
+    return out
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def run_recall(ps: list[Peer], corpus: Corpus, reps: Reps, samples: dict, accuracy: dict) -> None:
+    """Owner-scoped recall at every selectivity, scored against an exact scan."""
+    queries = datasets.vectors(reps.queries + 1, seed=1001, dim=corpus.vectors.shape[1])
+    users = [p for p in ps if RECALL in p.workloads]
+    for label, owner in datasets.SELECTIVITY.items():
+        w = f"recall_{label}"
+        owned = datasets.corpus_owned(corpus.n, owner)
+        sims = queries @ corpus.vectors[owned].T
+        top = np.argsort(-sims, axis=1)[:, :K]
+        truth = [set(owned[row].tolist()) for row in top]
+        samples[w] = {p.name: [] for p in users}
+        accuracy[w] = {p.name: [] for p in users if p.kind != "limit"}
+        t0 = time.perf_counter()
+        for qi in range(len(queries)):
+            for p in _rotate(users, qi):
+                dt, hits = timed(lambda: p.recall(owner, queries[qi], K))
+                if qi == 0:
+                    continue  # warm-up
+                samples[w][p.name].append(dt)
+                if p.name in accuracy[w]:
+                    accuracy[w][p.name].append(len(truth[qi] & set(hits)) / len(truth[qi]))
+            datasets.progress(f"{w} ({len(owned):,} owned)", qi + 1, len(queries), t0)
+
+
+def run_deposits(ps: list[Peer], dim: int, reps: Reps, samples: dict) -> None:
+    """Fresh statements (no merges: the judge would never be asked), the
+    same ones for every peer, interleaved call by call."""
+    users = [p for p in ps if set(DEPOSIT_WORKLOADS) <= p.workloads]
+    for w in DEPOSIT_WORKLOADS:
+        count = getattr(reps, w) + 1
+        size = STATEMENTS[w]
+        fresh = datasets.vectors(count * size, seed=2000 + size, dim=dim)
+        samples[w] = {p.name: [] for p in users}
+        t0 = time.perf_counter()
+        for r in range(count):
+            vecs = fresh[r * size : (r + 1) * size]
+            texts = [f"fresh {w} {r} {j}" for j in range(size)]
+            for p in _rotate(users, r):
+                if w == "deposit_many_100":  # a round: 100 agents, one statement each
+                    items = [(f"a{j}", texts[j : j + 1], vecs[j : j + 1]) for j in range(size)]
+                    dt, _ = timed(lambda: p.deposit_many(items))
+                else:
+                    dt, _ = timed(lambda: p.deposit(f"a{r % 100}", texts, vecs))
+                if r:
+                    samples[w][p.name].append(dt)
+            datasets.progress(w, r + 1, count, t0)
+
+
+def run_open(ps: list[Peer], query: np.ndarray, reps: Reps, samples: dict) -> None:
+    """Open after a clean close, until the first query is answered (so that
+    lazy loading cannot hide in the open)."""
+    users = [p for p in ps if OPEN in p.workloads]
+    for p in ps:
+        p.close()
+    samples["open"] = {p.name: [] for p in users}
+    t0 = time.perf_counter()
+    for r in range(reps.opens + 1):
+        for p in _rotate(users, r):
+
+            def go() -> None:
+                p.open()
+                p.probe(query)
+
+            dt, _ = timed(go)
+            p.close()
+            if r:
+                samples["open"][p.name].append(dt)
+        datasets.progress("open + first query", r + 1, reps.opens + 1, t0)
+
+
+def _rotate(ps: list[Peer], i: int) -> list[Peer]:
+    """Peers in a rotating order, so that none always runs first."""
+    s = i % len(ps) if ps else 0
+    return ps[s:] + ps[:s]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=None, help="records in every store (default 100000; 2000 with --quick)")
+    ap.add_argument("--quick", action="store_true", help="a small smoke run: 2k records, few repetitions")
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "compare.json"), help="JSON output path")
+    ap.add_argument("--peers", default=",".join(peers.NAMES), help=f"comma-separated subset of {','.join(peers.NAMES)}")
+    ap.add_argument("--sync", action="store_true", help="fsync every commit (agentsensus, glue, lmdb); default off for all")
+    ap.add_argument("--workdir", default=None, help="where the stores are built (default: a temporary dir under bench/.data)")
+    args = ap.parse_args(argv)
+    n = args.n or (2_000 if args.quick else 100_000)
+    reps = QUICK if args.quick else FULL
+    names = [s for s in args.peers.split(",") if s]
+    unknown = set(names) - set(peers.NAMES)
+    if unknown:
+        ap.error(f"unknown peers: {', '.join(sorted(unknown))}")
+    names.sort(key=lambda s: s != compare_report.ENGINE)  # the engine first: its column is the reference
+    info = {"machine": machine(), "versions": versions(), "command": " ".join(sys.argv), "n": n, "dim": datasets.DIM}
+    info.update({"sync": args.sync, "k": K, "reps": asdict(reps), "peers": names})
+    print(f"compare: {n:,} records, dim {datasets.DIM}, peers {', '.join(names)}", file=sys.stderr)
+
+    os.makedirs(datasets.DATA, exist_ok=True)
+    workdir = args.workdir or tempfile.mkdtemp(prefix="compare-", dir=datasets.DATA)
+    corpus = Corpus(datasets.vectors(n, seed=0))
+    ps = [peers.make(name, os.path.join(workdir, name), sync=args.sync, cache_dir=datasets.DATA) for name in names]
+    samples: dict[str, dict[str, list[float]]] = {}
+    accuracy: dict[str, dict[str, list[float]]] = {}
+    build_s: dict[str, float] = {}
+    try:
+        for p in ps:
+            build_s[p.name], _ = timed(lambda: p.build(corpus, datasets.progress))
+            print(f"built {p.name} in {build_s[p.name]:.1f}s", file=sys.stderr)
+        run_recall(ps, corpus, reps, samples, accuracy)
+        run_deposits(ps, datasets.DIM, reps, samples)
+        run_open(ps, datasets.vectors(1, seed=1001)[0], reps, samples)
+    finally:
+        for p in ps:
+            try:
+                p.close()
+            except Exception:
+                pass
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    table = compare_report.summarize(samples, accuracy, STATEMENTS)
+    bar_list = compare_report.bars(table, n)
+    info["machine"]["loadavg_end"] = os.getloadavg()
+    print("\nmedian ms per call (ratio = peer / agentsensus; above 1: agentsensus is faster)\n")
+    print(compare_report.table_markdown(table, names, STATEMENTS))
+    print("\nDESIGN.md bars\n")
+    print(compare_report.bars_markdown(bar_list))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({**info, "build_s": build_s, "workloads": table, "bars": bar_list}, f, indent=1)
+    print(f"\nwrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
