@@ -390,13 +390,14 @@ size_t Store::owned_count(MDB_txn* txn, uint32_t agent) {
     return n;
 }
 
-std::vector<uint64_t> Store::owned_ids(MDB_txn* txn, uint32_t agent) {
+namespace {
+
+// All u64 values under one key of a DUPFIXED table, a page per call.
+std::vector<uint64_t> u64_dups(MDB_txn* txn, MDB_dbi dbi, MDB_val key) {
     std::vector<uint64_t> out;
-    Be32 k(agent);
-    MDB_val key = val(k.b, 4), v;
-    Cursor c(txn, db_.owned);
+    MDB_val v;
+    Cursor c(txn, dbi);
     if (!c.op(key, v, MDB_SET)) return out;
-    // DUPFIXED: a page of ids per call.
     bool more = c.op(key, v, MDB_GET_MULTIPLE);
     while (more) {
         size_t n = v.mv_size / 8;
@@ -406,6 +407,13 @@ std::vector<uint64_t> Store::owned_ids(MDB_txn* txn, uint32_t agent) {
         more = c.op(key, v, MDB_NEXT_MULTIPLE);
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<uint64_t> Store::owned_ids(MDB_txn* txn, uint32_t agent) {
+    Be32 k(agent);
+    return u64_dups(txn, db_.owned, val(k.b, 4));
 }
 
 bool Store::read_row(MDB_txn* txn, uint64_t id, Row& row) {
@@ -591,20 +599,8 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
 }
 
 std::vector<uint64_t> Store::neighbors_in(MDB_txn* txn, uint64_t id) {
-    std::vector<uint64_t> out;
     Be64 k(id);
-    MDB_val key = val(k.b, 8), v;
-    Cursor c(txn, db_.edges);
-    if (!c.op(key, v, MDB_SET)) return out;
-    bool more = c.op(key, v, MDB_GET_MULTIPLE);
-    while (more) {
-        size_t n = v.mv_size / 8;
-        size_t at = out.size();
-        out.resize(at + n);
-        std::memcpy(out.data() + at, v.mv_data, n * 8);
-        more = c.op(key, v, MDB_NEXT_MULTIPLE);
-    }
-    return out;
+    return u64_dups(txn, db_.edges, val(k.b, 8));
 }
 
 std::vector<Row> Store::records(uint64_t after, size_t limit) {
