@@ -77,8 +77,18 @@ PYBIND11_MODULE(_core, m) {
         .def("verify",
              [](Engine& e) {
                  Store& st = e.s();
-                 py::gil_scoped_release nogil;
-                 return st.verify();
+                 std::vector<std::string> problems;
+                 {
+                     py::gil_scoped_release nogil;
+                     problems = st.verify();
+                 }
+                 // A report quotes damaged names and texts: decode leniently,
+                 // or the report of damage would itself fail.
+                 py::list out;
+                 for (const std::string& p : problems)
+                     out.append(py::reinterpret_steal<py::str>(
+                         PyUnicode_DecodeUTF8(p.data(), static_cast<Py_ssize_t>(p.size()), "replace")));
+                 return out;
              })
         .def("repair",
              [](Engine& e, const std::vector<std::pair<uint64_t, py::bytes>>& digests) {

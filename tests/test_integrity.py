@@ -112,3 +112,12 @@ def test_records_iterates_everything(store_path):
         assert [r.id for r in rows] == sorted(r.id for r in rows)
         assert len(rows) == s.stats().records
         assert rows[0] == s.get(rows[0].id)
+
+
+def test_damaged_owner_name_is_reported_not_raised(store_path):
+    build(store_path)
+    # bob's name (owner id 2) becomes bytes that are not UTF-8
+    damage(store_path, "agent_names", {}, lambda t: t.put(struct.pack(">I", 2), b"b\xffob"))
+    with Store(store_path) as s:
+        problems = s.verify()
+    assert any("missing from the name index" in p and "\ufffd" in p for p in problems), problems
