@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Se
 
 from . import _core
 from .errors import Error
-from .validation import check_owner
+from .validation import check_owner, check_text
 
 if TYPE_CHECKING:
     from .store import Store
@@ -103,17 +103,7 @@ def value_digest(value: bytes) -> bytes:
 
 def check_key(key: Any, name: str = "key") -> str:
     """A lineage key: a non-empty str of at most MAX_KEY_BYTES UTF-8 bytes."""
-    if not isinstance(key, str):
-        raise TypeError(f"{name} must be a str, got {type(key).__name__}")
-    if not key.strip():
-        raise ValueError(f"{name} must be a non-empty string, got {key!r}")
-    try:
-        size = len(key.encode("utf-8"))
-    except UnicodeEncodeError as e:
-        raise ValueError(f"{name} is not valid Unicode text: {e}") from None
-    if size > MAX_KEY_BYTES:
-        raise ValueError(f"{name} is {size} bytes in UTF-8; the limit is {MAX_KEY_BYTES}")
-    return key
+    return check_text(key, name, MAX_KEY_BYTES, f"{name} must be a non-empty string, got {key!r}")
 
 
 def _check_value(value: Any) -> bytes:

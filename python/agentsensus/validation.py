@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from . import _core
 
-__all__ = ["check_owner", "check_statements", "check_round", "check_vectors", "check_query", "check_k"]
+__all__ = ["check_text", "check_owner", "check_statements", "check_round", "check_vectors", "check_query", "check_k"]
 
 MAX_STATEMENT_BYTES: int = _core.MAX_STATEMENT_BYTES
 MAX_STATEMENTS_PER_DEPOSIT: int = _core.MAX_STATEMENTS_PER_DEPOSIT
@@ -19,19 +19,25 @@ MAX_OWNER_BYTES: int = _core.MAX_OWNER_BYTES
 MAX_OWNERS_PER_RECORD: int = _core.MAX_OWNERS_PER_RECORD
 
 
-def check_owner(owner: Any, name: str = "owner") -> str:
-    """An owner name: a non-empty str of at most MAX_OWNER_BYTES UTF-8 bytes."""
-    if not isinstance(owner, str):
-        raise TypeError(f"{name} must be a str, got {type(owner).__name__}")
-    if not owner.strip():
-        raise ValueError(f"{name} must be a non-empty name, got {owner!r}")
+def check_text(value: Any, name: str, limit: int, empty: str) -> str:
+    """A non-blank str of at most ``limit`` UTF-8 bytes; ``empty`` is the
+    message for a blank one. Shared by owners, statements and lineage keys."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(empty)
     try:
-        size = len(owner.encode("utf-8"))
+        size = len(value.encode("utf-8"))
     except UnicodeEncodeError as e:
         raise ValueError(f"{name} is not valid Unicode text: {e}") from None
-    if size > MAX_OWNER_BYTES:
-        raise ValueError(f"{name} is {size} bytes in UTF-8; the limit is {MAX_OWNER_BYTES}")
-    return owner
+    if size > limit:
+        raise ValueError(f"{name} is {size} bytes in UTF-8; the limit is {limit}")
+    return value
+
+
+def check_owner(owner: Any, name: str = "owner") -> str:
+    """An owner name: a non-empty str of at most MAX_OWNER_BYTES UTF-8 bytes."""
+    return check_text(owner, name, MAX_OWNER_BYTES, f"{name} must be a non-empty name, got {owner!r}")
 
 
 def check_statements(statements: Any, name: str = "statements") -> list[str]:
@@ -48,16 +54,7 @@ def check_statements(statements: Any, name: str = "statements") -> list[str]:
     if len(out) > MAX_STATEMENTS_PER_DEPOSIT:
         raise ValueError(f"{name} has {len(out)} statements; the limit is {MAX_STATEMENTS_PER_DEPOSIT}")
     for i, s in enumerate(out):
-        if not isinstance(s, str):
-            raise TypeError(f"{name}[{i}] must be a str, got {type(s).__name__}")
-        if not s.strip():
-            raise ValueError(f"{name}[{i}] is empty or only whitespace")
-        try:
-            size = len(s.encode("utf-8"))
-        except UnicodeEncodeError as e:
-            raise ValueError(f"{name}[{i}] is not valid Unicode text: {e}") from None
-        if size > MAX_STATEMENT_BYTES:
-            raise ValueError(f"{name}[{i}] is {size} bytes in UTF-8; the limit is {MAX_STATEMENT_BYTES}")
+        check_text(s, f"{name}[{i}]", MAX_STATEMENT_BYTES, f"{name}[{i}] is empty or only whitespace")
     return out
 
 
