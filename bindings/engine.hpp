@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -213,6 +214,65 @@ public:
             out.append(py::make_tuple(m.seq, m.survivor, py::str(m.kept), py::str(m.discarded), py::str(m.owner),
                                       m.round));
         return out;
+    }
+
+    // (rows, vectors): rows of (id, text, owners, round, deposit, edges,
+    // digests), vectors one float32 row per record.
+    py::tuple dump(uint64_t after, size_t limit) {
+        Store& st = s();
+        std::vector<DumpRow> rows;
+        {
+            py::gil_scoped_release nogil;
+            rows = st.dump(after, limit);
+        }
+        py::array_t<float> vectors({rows.size(), static_cast<size_t>(st.dim())});
+        float* out = vectors.mutable_data();
+        py::list list;
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const DumpRow& r = rows[i];
+            std::memcpy(out + i * st.dim(), r.vector.data(), st.dim() * sizeof(float));
+            py::list digests;
+            for (const std::string& d : r.digests) digests.append(py::bytes(d));
+            list.append(py::make_tuple(r.id, py::str(r.text), owners_tuple(r.owners), r.round, r.deposit, r.edges,
+                                       digests));
+        }
+        return py::make_tuple(list, vectors);
+    }
+
+    void load(const std::vector<std::string>& agents, const py::list& rows, const F32& vectors,
+              const py::list& merges, const py::object& counters) {
+        Store& st = s();
+        LoadBatch b;
+        b.agents = agents;
+        const float* v = rows_of(vectors, rows.size(), st.dim(), "vectors");
+        for (size_t i = 0; i < rows.size(); ++i) {
+            py::tuple t = rows[i].cast<py::tuple>();
+            if (t.size() != 7) throw InvalidArgument("a loaded record has 7 fields");
+            DumpRow r;
+            r.id = t[0].cast<uint64_t>();
+            r.text = t[1].cast<std::string>();
+            r.owners = t[2].cast<std::vector<std::string>>();
+            r.round = t[3].cast<uint32_t>();
+            r.deposit = t[4].cast<uint64_t>();
+            r.edges = t[5].cast<std::vector<uint64_t>>();
+            r.digests = t[6].cast<std::vector<std::string>>();
+            r.vector.assign(v + i * st.dim(), v + (i + 1) * st.dim());
+            b.rows.push_back(std::move(r));
+        }
+        for (const py::handle& h : merges) {
+            py::tuple t = h.cast<py::tuple>();
+            if (t.size() != 6) throw InvalidArgument("a loaded merge has 6 fields");
+            b.merges.push_back(MergeRow{t[0].cast<uint64_t>(), t[1].cast<uint64_t>(), t[2].cast<std::string>(),
+                                        t[3].cast<std::string>(), t[4].cast<std::string>(), t[5].cast<uint32_t>()});
+        }
+        Counters c;
+        if (!counters.is_none()) {
+            auto t = counters.cast<std::tuple<uint64_t, uint64_t, uint64_t>>();
+            c = Counters{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
+            b.counters = &c;
+        }
+        py::gil_scoped_release nogil;
+        st.restore(b);
     }
 
     void close() {

@@ -73,7 +73,7 @@ public:
         v.reserve(ops.size());
         for (const py::handle& h : ops) {
             py::tuple t = py::reinterpret_borrow<py::tuple>(h);
-            if (t.size() != 7) throw InvalidArgument("a lineage op has 7 fields");
+            if (t.size() != 7 && t.size() != 8) throw InvalidArgument("a lineage op has 7 fields (8 with restore)");
             LineageOp op;
             int kind = t[0].cast<int>();
             if (kind < 0 || kind > 2) throw InvalidArgument("unknown lineage op kind");
@@ -87,6 +87,7 @@ public:
                 py::tuple p = py::reinterpret_borrow<py::tuple>(in);
                 op.inputs.emplace_back(p[0].cast<std::string>(), p[1].cast<uint64_t>());
             }
+            if (t.size() == 8) op.restore = t[7].cast<bool>();
             v.push_back(std::move(op));
         }
         std::vector<uint64_t> out;
@@ -121,6 +122,20 @@ public:
         Lineage& lin = l();
         py::gil_scoped_release nogil;
         return lin.keys();
+    }
+
+    py::list versions(const std::string& key) {
+        Lineage& lin = l();
+        std::vector<VersionRow> rows;
+        {
+            py::gil_scoped_release nogil;
+            rows = lin.versions(key);
+        }
+        py::list out;
+        for (const VersionRow& r : rows)
+            out.append(py::make_tuple(r.version, static_cast<int>(r.kind), digest_bytes(r.digest), py::bytes(r.value),
+                                      r.inputs));
+        return out;
     }
 
     std::vector<std::string> verify() {
@@ -242,6 +257,7 @@ void bind_fence_impl(py::module_& m) {
         .def("info", &LineageHandle::info, py::arg("key"))
         .def("value", &LineageHandle::value, py::arg("key"), py::arg("version"))
         .def("keys", &LineageHandle::keys)
+        .def("versions", &LineageHandle::versions, py::arg("key"))
         .def("verify", &LineageHandle::verify)
         .def("frontier", &LineageHandle::frontier, py::arg("key"), py::arg("scope"))
         .def("prepare", &LineageHandle::prepare, py::arg("key"), py::arg("scope"))

@@ -98,6 +98,25 @@ PYBIND11_MODULE(_core, m) {
                  py::gil_scoped_release nogil;
                  st.repair(ds);
              })
+        .def("dump", &Engine::dump, py::arg("after"), py::arg("limit"))
+        .def("load", &Engine::load, py::arg("agents"), py::arg("rows"), py::arg("vectors"), py::arg("merges"),
+             py::arg("counters"))
+        .def("counters",
+             [](Engine& e) {
+                 Store& st = e.s();
+                 Counters c;
+                 {
+                     py::gil_scoped_release nogil;
+                     c = st.counters();
+                 }
+                 return py::make_tuple(c.next_id, c.next_merge, c.deposits);
+             })
+        .def("agents",
+             [](Engine& e) {
+                 Store& st = e.s();
+                 py::gil_scoped_release nogil;
+                 return st.agents();
+             })
         .def("stats", &Engine::stats)
         .def("merges", &Engine::merges)
         .def("close", &Engine::close);

@@ -200,6 +200,33 @@ std::vector<std::string> Lineage::keys() {
     return out;
 }
 
+std::vector<VersionRow> Lineage::versions(std::string_view key) {
+    ReadTxn t(env_);
+    auto rec = key_rec(t.get(), key);
+    if (!rec) throw NotFound("no lineage key " + quoted(key));
+    std::vector<VersionRow> out;
+    Cursor c(t.get(), db_.versions);
+    VersionKey first(rec->id, 0);
+    MDB_val k = first.mv(), v;
+    for (bool ok = c.op(k, v, MDB_SET_RANGE); ok; ok = c.op(k, v, MDB_NEXT)) {
+        if (k.mv_size != 12) throw Corrupt("a lineage version key is damaged");
+        if (std::memcmp(k.mv_data, first.b, 4) != 0) break;  // the next key's versions
+        ParsedVersion pv;
+        if (!parse_version(v, pv) || pv.kind > LineageOp::observe) throw Corrupt("a lineage version record is damaged");
+        VersionRow row;
+        row.version = read_be64(static_cast<const unsigned char*>(k.mv_data) + 4);
+        row.kind = static_cast<LineageOp::Kind>(pv.kind);
+        row.digest = pv.digest;
+        InputReader in(pv.inputs);
+        InputEntry e;
+        while (in.next(e)) row.inputs.emplace_back(std::string(e.name), e.version);
+        MDB_val value;
+        if (get(t.get(), db_.values, k, value)) row.value.assign(view(value));
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
 // ------------------------------------------------------------------- writes
 
 uint64_t Lineage::next_counter(MDB_txn* txn, const char* name) {
@@ -287,7 +314,14 @@ uint64_t Lineage::apply_one(MDB_txn* txn, const LineageOp& op) {
     }
 
     uint64_t version;
-    if (op.kind == LineageOp::observe) {
+    if (op.restore) {
+        version = op.version;
+        ValueDigest have;
+        if (version == 0) throw InvalidArgument("restored version of " + quoted(op.key) + " must be at least 1");
+        if (version_digest(txn, r.id, version, have))
+            throw InvalidArgument("version " + std::to_string(version) + " of " + quoted(op.key) + " is already recorded");
+        if (version > r.head) r.head = version;
+    } else if (op.kind == LineageOp::observe) {
         version = op.version;
         ValueDigest have;
         if (version_digest(txn, r.id, version, have)) {

@@ -51,8 +51,20 @@ struct LineageOp {
     std::string owner;
     ValueDigest digest{};
     std::string value;
-    uint64_t version = 0;                                   // observe only
+    uint64_t version = 0;                                   // observe and restore only
     std::vector<std::pair<std::string, uint64_t>> inputs;   // derive only
+    // Import: write exactly this version with this kind (the key's head
+    // becomes the highest version written). The version must be new.
+    bool restore = false;
+};
+
+// One recorded version of a key, as an export writes it.
+struct VersionRow {
+    uint64_t version = 0;
+    LineageOp::Kind kind = LineageOp::publish;
+    ValueDigest digest{};
+    std::string value;
+    std::vector<std::pair<std::string, uint64_t>> inputs;  // derive: sorted by key
 };
 
 struct KeyInfo {
@@ -103,6 +115,7 @@ public:
     KeyInfo info(std::string_view key);                        // NotFound when unknown
     std::string value(std::string_view key, uint64_t version);  // version 0: the head
     std::vector<std::string> keys();                            // every key, sorted
+    std::vector<VersionRow> versions(std::string_view key);     // every recorded version, ascending
 
     // Every link reachable from key's head, cut to scope (nullptr: all),
     // sorted by owner, key, version.

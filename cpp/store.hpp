@@ -71,6 +71,36 @@ struct MergeRow {
     uint32_t round;
 };
 
+// One record with everything an exact copy of the store needs (export and
+// import): the header fields, the vector as stored, and the normalized-text
+// digests that point at it.
+struct DumpRow {
+    uint64_t id = 0;
+    uint32_t round = 0;
+    uint64_t deposit = 0;
+    std::string text;
+    std::vector<std::string> owners;   // sorted
+    std::vector<uint64_t> edges;       // ascending
+    std::vector<std::string> digests;  // kDigestBytes each, ascending
+    std::vector<float> vector;         // dim floats
+};
+
+// The store-wide counters a copy must continue from.
+struct Counters {
+    uint64_t next_id = 1, next_merge = 1, deposits = 0;
+};
+
+// One write transaction of an import into a store that holds no records.
+// Rows and merges must come in ascending id/seq order, after everything
+// loaded before; an edge to a lower id needs that record loaded (an edge to a
+// higher id is added when that record's row lists it back).
+struct LoadBatch {
+    std::vector<std::string> agents;  // owner names to create first, in order
+    std::vector<DumpRow> rows;
+    std::vector<MergeRow> merges;
+    const Counters* counters = nullptr;  // set the counters (last batch)
+};
+
 struct Stats {
     uint64_t records = 0, deposits = 0, merges = 0, shared = 0, linked = 0, max_owners = 0, agents = 0;
 };
@@ -122,6 +152,15 @@ public:
 
     // Records in id order after `after`, at most limit of them (export, repair).
     std::vector<Row> records(uint64_t after, size_t limit);
+
+    // Records in id order after `after` with vectors and digests (export).
+    std::vector<DumpRow> dump(uint64_t after, size_t limit);
+    Counters counters();
+    // Every owner name the store has seen, in the order it first saw them.
+    std::vector<std::string> agents();
+    // Writes one batch of an import in one transaction; any error leaves the
+    // store unchanged. See LoadBatch.
+    void restore(const LoadBatch& b);
 
     // Every broken invariant in plain words; empty when the store is sound.
     std::vector<std::string> verify();

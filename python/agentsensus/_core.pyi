@@ -6,7 +6,7 @@ The module is internal: the public API is :class:`agentsensus.Store` and
 here. Methods bound without ``py::arg`` names take positional arguments only.
 """
 
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,11 @@ _StaleRow = tuple[str, str, int, int, int]
 _CheckResult = tuple[bool, list[_StaleRow], int, int]
 # (kind: 0 publish, 1 derive, 2 observe, key, owner, digest, value, version, inputs)
 _LineageOp = tuple[int, str, str, bytes, bytes, int, list[tuple[str, int]]]
+# The same with restore=True (import): version and kind written as given.
+_RestoreOp = tuple[int, str, str, bytes, bytes, int, list[tuple[str, int]], bool]
+# (id, text, owners, round, deposit, edges, text digests): a record as export
+# and import move it (its vector travels in a separate float32 array)
+_DumpRow = tuple[int, str, Sequence[str], int, int, list[int], list[bytes]]
 
 class Error(Exception):
     """Base of the engine's own errors (``agentsensus.Error``)."""
@@ -95,6 +100,24 @@ class Engine:
     def stats(self) -> dict[str, int]: ...
     def merges(self, after: int, limit: int, /) -> list[tuple[int, int, str, str, str, int]]:
         """(seq, survivor, kept, discarded, owner, round) after ``after``."""
+    def dump(self, after: int, limit: int) -> tuple[list[_DumpRow], npt.NDArray[np.float32]]:
+        """Records after ``after`` with everything a copy needs, and their
+        stored vectors (one row each)."""
+    def load(
+        self,
+        agents: list[str],
+        rows: list[_DumpRow],
+        vectors: _F32,
+        merges: list[tuple[int, int, str, str, str, int]],
+        counters: Optional[tuple[int, int, int]],
+    ) -> None:
+        """Import: one write transaction of rows with their ids (ascending,
+        after every existing one), merges with their seqs, and optionally the
+        (next_id, next_merge, deposits) counters."""
+    def counters(self) -> tuple[int, int, int]:
+        """(next_id, next_merge, deposits)."""
+    def agents(self) -> list[str]:
+        """Every owner name the store has seen, in first-seen order."""
     def close(self) -> None: ...
 
 def compact(path: str) -> tuple[int, int]:
@@ -116,12 +139,14 @@ class Lineage:
     """Planfence lineage tables of one store's environment."""
 
     def __init__(self, engine: Engine) -> None: ...
-    def apply(self, ops: list[_LineageOp], commit: bool) -> list[int]: ...
+    def apply(self, ops: Sequence[Union[_LineageOp, _RestoreOp]], commit: bool) -> list[int]: ...
     def info(self, key: str) -> tuple[str, int]:
         """(owner, head version); ``KeyError`` when unknown."""
     def value(self, key: str, version: int) -> bytes:
         """The value of ``version`` (0: the head)."""
     def keys(self) -> list[str]: ...
+    def versions(self, key: str) -> list[tuple[int, int, bytes, bytes, list[tuple[str, int]]]]:
+        """(version, kind, digest, value, inputs) of every recorded version."""
     def verify(self) -> list[str]:
         """Every broken lineage invariant, in plain words."""
     def frontier(self, key: str, scope: Optional[Iterable[str]]) -> list[tuple[str, str, int, bytes, bool]]:

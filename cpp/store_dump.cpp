@@ -1,0 +1,199 @@
+// Export and import at the engine level: records read back with everything a
+// copy needs, and written again with their ids, so that a store moved
+// through JSON Lines (agentsensus export/import) is the same store.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "bytes.hpp"
+#include "limits.hpp"
+#include "schema.hpp"
+#include "store.hpp"
+
+namespace agentsensus {
+
+std::vector<DumpRow> Store::dump(uint64_t after, size_t limit) {
+    check_open();
+    ReadTxn t(*env_);
+    std::vector<DumpRow> out;
+    Cursor c(t.get(), db_.records);
+    Be64 from(after + 1);
+    MDB_val k = val(from.b, 8), v;
+    bool more = after < UINT64_MAX && c.op(k, v, MDB_SET_RANGE);
+    while (more && out.size() < limit) {
+        if (k.mv_size != 8) throw Corrupt("a record key is damaged");
+        uint64_t id = read_be64(k.mv_data);
+        RecordHeader h;
+        std::string_view text;
+        if (!decode_record(v, h, text)) throw Corrupt("record " + std::to_string(id) + " is damaged");
+        DumpRow d;
+        Row r;
+        read_row(t.get(), id, r);
+        d.id = id;
+        d.round = h.round;
+        d.deposit = h.deposit;
+        d.text.assign(text);
+        d.owners = std::move(r.owners);
+        d.edges = neighbors_in(t.get(), id);
+        std::sort(d.edges.begin(), d.edges.end());
+        Cursor dc(t.get(), db_.rnorms);
+        MDB_val dk = val(k.mv_data, 8), dv;
+        bool dmore = dc.op(dk, dv, MDB_SET);
+        if (dmore) dmore = dc.op(dk, dv, MDB_FIRST_DUP);
+        while (dmore) {
+            if (dv.mv_size != kDigestBytes) throw Corrupt("text digest of record " + std::to_string(id) + " is damaged");
+            d.digests.emplace_back(view(dv));
+            dmore = dc.op(dk, dv, MDB_NEXT_DUP);
+        }
+        std::sort(d.digests.begin(), d.digests.end());
+        d.vector.resize(dim_);
+        if (!vector_of(t.get(), id, d.vector.data())) throw Corrupt("record " + std::to_string(id) + " has no vector");
+        out.push_back(std::move(d));
+        more = c.op(k, v, MDB_NEXT);
+    }
+    return out;
+}
+
+Counters Store::counters() {
+    check_open();
+    ReadTxn t(*env_);
+    Counters c;
+    c.next_id = meta_u64(t.get(), "next_id", 1);
+    c.next_merge = meta_u64(t.get(), "next_merge", 1);
+    c.deposits = meta_u64(t.get(), "deposits");
+    return c;
+}
+
+std::vector<std::string> Store::agents() {
+    check_open();
+    ReadTxn t(*env_);
+    std::vector<std::string> out;
+    Cursor c(t.get(), db_.agent_names);  // keyed by big-endian id: first-seen order
+    MDB_val k, v;
+    bool more = c.op(k, v, MDB_FIRST);
+    while (more) {
+        out.emplace_back(view(v));
+        more = c.op(k, v, MDB_NEXT);
+    }
+    return out;
+}
+
+namespace {
+
+uint64_t last_key(MDB_txn* txn, MDB_dbi dbi) {
+    Cursor c(txn, dbi);
+    MDB_val k, v;
+    if (!c.op(k, v, MDB_LAST)) return 0;
+    if (k.mv_size != 8) throw Corrupt("a table key has the wrong size");
+    return read_be64(k.mv_data);
+}
+
+void check_owner_name(const std::string& name) {
+    if (name.empty() || name.size() > kMaxOwnerBytes)
+        throw InvalidArgument("owner must be 1 to " + std::to_string(kMaxOwnerBytes) + " bytes");
+}
+
+}  // namespace
+
+void Store::restore(const LoadBatch& b) {
+    check_open();
+    // Everything that needs no transaction is checked first.
+    for (const std::string& a : b.agents) check_owner_name(a);
+    for (const DumpRow& r : b.rows) {
+        std::string what = "record " + std::to_string(r.id);
+        if (r.text.empty() || r.text.size() > kMaxStatementBytes)
+            throw InvalidArgument(what + ": text must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
+        if (r.owners.empty() || r.owners.size() > kMaxOwnersPerRecord)
+            throw InvalidArgument(what + ": a record has 1 to " + std::to_string(kMaxOwnersPerRecord) + " owners");
+        for (const std::string& o : r.owners) check_owner_name(o);
+        if (r.vector.size() != dim_)
+            throw InvalidArgument(what + ": vector has " + std::to_string(r.vector.size()) + " values, not " +
+                                  std::to_string(dim_));
+        double norm = 0;
+        for (float x : r.vector) {
+            if (!std::isfinite(x)) throw InvalidArgument(what + ": vector has NaN or inf");
+            norm += double(x) * x;
+        }
+        // Stored vectors of a cos store are unit length (the search relies on it).
+        if (metric_ == Metric::cos && std::fabs(norm - 1.0) > 1e-3)
+            throw InvalidArgument(what + ": vector is not unit length, as a store with metric 'cos' keeps them");
+        for (const std::string& d : r.digests)
+            if (d.size() != kDigestBytes) throw InvalidArgument(what + ": a text digest must be 16 bytes");
+    }
+    for (const MergeRow& m : b.merges) {
+        check_owner_name(m.owner);
+        if (m.kept.size() > kMaxStatementBytes || m.discarded.size() > kMaxStatementBytes)
+            throw InvalidArgument("merge " + std::to_string(m.seq) + ": a text is too long");
+    }
+
+    env_->write([&](MDB_txn* txn) {
+        for (const std::string& a : b.agents) ensure_agent(txn, a);
+        uint64_t last = last_key(txn, db_.records);
+        for (const DumpRow& r : b.rows) {
+            std::string what = "record " + std::to_string(r.id);
+            if (r.id <= last)
+                throw InvalidArgument(what + " comes after record " + std::to_string(last) + ": ids must ascend");
+            last = r.id;
+            Be64 k(r.id);
+            put(txn, db_.records, val(k.b, 8), val(encode_record(r.round, r.deposit, r.text)), MDB_APPEND);
+            put(txn, db_.vectors, val(k.b, 8), val(r.vector.data(), dim_ * sizeof(float)), MDB_APPEND);
+            for (const std::string& d : r.digests) {
+                MDB_val cur;
+                if (agentsensus::get(txn, db_.norms, val(d), cur))
+                    throw InvalidArgument(what + " has a text digest another record already has");
+                put(txn, db_.norms, val(d), val(k.b, 8));
+                put(txn, db_.rnorms, val(k.b, 8), val(d));
+            }
+            for (size_t i = 0; i < r.owners.size(); ++i) {
+                uint32_t agent = ensure_agent(txn, r.owners[i]);
+                if (!add_owner(txn, r.id, agent)) throw InvalidArgument(what + " names owner '" + r.owners[i] + "' twice");
+                journal(txn, i == 0 ? kAdd : kOwn, r.id, agent);
+            }
+            for (uint64_t e : r.edges) {
+                if (e == r.id) throw InvalidArgument(what + " has an edge to itself");
+                if (e > r.id) continue;  // added when record e lists this one
+                Be64 ek(e);
+                MDB_val ev;
+                if (!agentsensus::get(txn, db_.records, val(ek.b, 8), ev))
+                    throw InvalidArgument(what + " has an edge to record " + std::to_string(e) + ", which is not there");
+                add_edge(txn, e, r.id);
+            }
+        }
+        uint64_t last_merge = last_key(txn, db_.merges);
+        for (const MergeRow& m : b.merges) {
+            std::string what = "merge " + std::to_string(m.seq);
+            if (m.seq <= last_merge)
+                throw InvalidArgument(what + " comes after merge " + std::to_string(last_merge) + ": seqs must ascend");
+            last_merge = m.seq;
+            Be64 sk(m.survivor);
+            MDB_val sv;
+            if (!agentsensus::get(txn, db_.records, val(sk.b, 8), sv))
+                throw InvalidArgument(what + " names record " + std::to_string(m.survivor) + ", which is not there");
+            std::string e;
+            append<uint64_t>(e, m.survivor);
+            append<uint32_t>(e, ensure_agent(txn, m.owner));
+            append<uint32_t>(e, m.round);
+            append<uint32_t>(e, static_cast<uint32_t>(m.kept.size()));
+            e.append(m.kept);
+            e.append(m.discarded);
+            Be64 mk(m.seq);
+            put(txn, db_.merges, val(mk.b, 8), val(e), MDB_APPEND);
+            put(txn, db_.rmerges, val(sk.b, 8), val(mk.b, 8));
+        }
+        if (b.counters) {
+            const Counters& c = *b.counters;
+            if (c.next_id <= last_key(txn, db_.records))
+                throw InvalidArgument("next_id " + std::to_string(c.next_id) + " is not above every record id");
+            if (c.next_merge <= last_key(txn, db_.merges))
+                throw InvalidArgument("next_merge " + std::to_string(c.next_merge) + " is not above every merge seq");
+            set_meta_u64(txn, "next_id", c.next_id);
+            set_meta_u64(txn, "next_merge", c.next_merge);
+            set_meta_u64(txn, "deposits", c.deposits);
+        } else {
+            set_meta_u64(txn, "next_id", std::max(meta_u64(txn, "next_id", 1), last + 1));
+            set_meta_u64(txn, "next_merge", std::max(meta_u64(txn, "next_merge", 1), last_merge + 1));
+        }
+    });
+}
+
+}  // namespace agentsensus
