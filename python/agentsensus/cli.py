@@ -146,6 +146,34 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(args: argparse.Namespace) -> int:
+    import time
+
+    from .importer import import_jsonl
+
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.5 or done == total:
+            last[0] = now
+            share = f" ({100 * done // total}%)" if total else ""
+            print(f"\rimported {done:,} of {total:,} records{share}", end="", file=sys.stderr, flush=True)
+
+    try:
+        if args.file == "-":
+            counts = import_jsonl(sys.stdin, args.path, progress=progress)
+        else:
+            with open(args.file, encoding="utf-8") as f:
+                counts = import_jsonl(f, args.path, progress=progress)
+    except (ValueError, FileExistsError) as e:
+        print(f"\nagentsensus import: {e}", file=sys.stderr)
+        return 1
+    print(f"\nimported {counts.records} records, {counts.merges} merges, {counts.keys} lineage keys "
+          f"({counts.versions} versions) into {args.path}", file=sys.stderr)
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``agentsensus`` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -185,10 +213,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="embeds a text QUERY; it must be the one the store was written with (default hash)")
     rc.add_argument("--json", action="store_true", help="print JSON")
     rc.set_defaults(fn=_recall)
-    ex = sub.add_parser("export", help="write the store as JSON Lines (records, edges, merge log, lineage)")
+    ex = sub.add_parser("export", help="write the store as JSON Lines (records, vectors, edges, merge log, lineage)")
     ex.add_argument("path")
     ex.add_argument("-o", "--out", default="-", help="output file (default: standard output)")
     ex.set_defaults(fn=_export)
+    im = sub.add_parser("import", help="build a new store at PATH from an export (records, edges, merge log, lineage)")
+    im.add_argument("file", help="a file written by `agentsensus export` ('-': standard input)")
+    im.add_argument("path", help="where the new store goes: must not exist, or be an empty directory")
+    im.set_defaults(fn=_import)
     args = p.parse_args(argv)
     return int(args.fn(args))
 

@@ -1,22 +1,25 @@
-"""A store as JSON Lines: what ``agentsensus export PATH`` writes.
+"""A store as JSON Lines: what ``agentsensus export PATH`` writes and
+``agentsensus import`` reads back into the same store.
 
 One JSON object per line, each with a ``"type"``, in this order:
 
-- ``store``: ``format``, ``version`` (of agentsensus), ``dim``, ``metric``
-  and ``stats``;
-- ``record``: ``id``, ``text``, ``owners`` (sorted), ``round`` and ``edges``
-  (the affiliation neighbours, ascending), one per record in id order;
-- ``merge``: ``survivor``, ``kept``, ``discarded``, ``owner``, ``round``, the
-  merge log oldest first;
+- ``store``: ``format``, ``version`` (of agentsensus), ``dim``, ``metric``,
+  ``stats``, ``counters`` (``next_id``, ``next_merge``, ``deposits``: where
+  the store's numbering goes on) and ``agents`` (every owner name the store
+  has seen, in the order it first saw them);
+- ``record``: ``id``, ``text``, ``owners`` (sorted), ``round``, ``deposit``
+  (the number of the deposit that created it), ``edges`` (the affiliation
+  neighbours, ascending), ``digests`` (hex digests of the normalized texts
+  that exact-duplicate detection maps to it) and ``vector`` (the stored
+  float32 vector, little-endian, base64), one per record in id order;
+- ``merge``: ``seq``, ``survivor``, ``kept``, ``discarded``, ``owner``,
+  ``round``, the merge log oldest first;
 - ``key``: a Planfence key with its ``owner``, ``head``, every ``versions``
-  entry the lineage holds (``version``, ``value_b64``: the value in base64)
-  and the ``frontier`` of its head (``key``, ``owner``, ``version``,
+  entry the lineage holds (``version``, ``kind``: publish, derive or
+  observe, ``digest`` in hex, ``value_b64``: the value in base64, and for a
+  derived version its ``inputs`` as ``[key, version]`` pairs) and, for
+  readers, the ``frontier`` of its head (``key``, ``owner``, ``version``,
   ``digest`` in hex), one per key in key order.
-
-What the engine does not expose yet is not written: the stored vectors, the
-inputs of versions older than a key's head, and which frontier links are
-direct inputs rather than reached through them. An importer that restores
-a store exactly needs those, and an engine call that keeps record ids.
 """
 
 from __future__ import annotations
@@ -26,16 +29,21 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Iterator, TextIO
 
+import numpy as np
+
 from ._version import __version__
-from .fence import UnknownKeyError
 
 if TYPE_CHECKING:
     from .store import Store
 
 __all__ = ["FORMAT", "Exported", "export_rows", "export_jsonl"]
 
-#: The version of the line format above.
-FORMAT = 1
+#: The version of the line format above. Format 1 (no vectors, digests or
+#: version inputs) could not be imported.
+FORMAT = 2
+
+_KINDS = ("publish", "derive", "observe")
+_PAGE = 1024
 
 
 @dataclass(frozen=True)
@@ -49,31 +57,57 @@ class Exported:
 
 def _key_row(store: "Store", key: str) -> dict[str, Any]:
     fence = store.fence
-    head = fence.head(key)
-    versions = []
-    for v in range(1, head + 1):
-        try:
-            value = fence.value(key, v)
-        except UnknownKeyError:  # an observed key holds only the versions it was shown
-            continue
-        versions.append({"version": v, "value_b64": base64.b64encode(value).decode("ascii")})
+    versions = [
+        {"version": int(v), "kind": _KINDS[kind], "digest": digest.hex(),
+         "value_b64": base64.b64encode(value).decode("ascii"),
+         **({"inputs": [[k, int(iv)] for k, iv in inputs]} if kind == 1 else {})}
+        for v, kind, digest, value, inputs in store.__dict__["_lineage"].versions(key)
+    ]
     frontier = [
         {"key": link.key, "owner": link.owner, "version": link.version, "digest": link.digest.hex()}
         for link in fence.frontier(key)
     ]
-    return {"type": "key", "key": key, "owner": fence.owner(key), "head": head, "versions": versions,
+    return {"type": "key", "key": key, "owner": fence.owner(key), "head": fence.head(key), "versions": versions,
             "frontier": frontier}
+
+
+def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
+    engine = store._e()
+    after = 0
+    while True:
+        rows, vectors = engine.dump(after, _PAGE)
+        if not rows:
+            return
+        for (rid, text, owners, rnd, deposit, edges, digests), vec in zip(rows, vectors):
+            yield {"type": "record", "id": rid, "text": text, "owners": sorted(owners), "round": rnd,
+                   "deposit": deposit, "edges": list(edges), "digests": [d.hex() for d in digests],
+                   "vector": base64.b64encode(np.ascontiguousarray(vec, dtype="<f4").tobytes()).decode("ascii")}
+        after = rows[-1][0]
+
+
+def _merge_rows(store: "Store") -> Iterator[dict[str, Any]]:
+    engine = store._e()
+    after = 0
+    while True:
+        page = engine.merges(after, _PAGE)
+        if not page:
+            return
+        for seq, survivor, kept, discarded, owner, rnd in page:
+            yield {"type": "merge", "seq": seq, "survivor": survivor, "kept": kept, "discarded": discarded,
+                   "owner": owner, "round": rnd}
+        after = page[-1][0]
 
 
 def export_rows(store: "Store") -> Iterator[dict[str, Any]]:
     """The export of ``store`` as dicts, one per line, in the order above."""
+    engine = store._e()
+    next_id, next_merge, deposits = engine.counters()
     yield {"type": "store", "format": FORMAT, "version": __version__, "dim": store.dim, "metric": store.metric,
-           "stats": asdict(store.stats())}
-    for m in store.records():
-        yield {"type": "record", "id": m.id, "text": m.text, "owners": sorted(m.owners), "round": m.round,
-               "edges": store.neighbors(m.id)}
-    for g in store.merges():
-        yield {"type": "merge", **asdict(g)}
+           "stats": asdict(store.stats()),
+           "counters": {"next_id": next_id, "next_merge": next_merge, "deposits": deposits},
+           "agents": list(engine.agents())}
+    yield from _record_rows(store)
+    yield from _merge_rows(store)
     for key in store.fence.keys():
         yield _key_row(store, key)
 
