@@ -206,7 +206,9 @@ void Store::open_index() {
     uint64_t end = journal_end(t.get());
     IndexHeader h{};
     std::string why;
-    bool ok = index_->load(dir_ + kIndexFile, h, why);
+    // Mapped, not read: an open costs one checksum pass, not a copy of the
+    // index; the first change in this process loads it (VectorIndex::view).
+    bool ok = index_->view(dir_ + kIndexFile, h, why);
     if (ok && (std::memcmp(h.store_uuid, uuid_, 16) != 0 || h.journal_seq > end)) {
         // Another store's index, or one newer than this store's journal
         // (the LMDB file was replaced): never serve it.

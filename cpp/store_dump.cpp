@@ -194,6 +194,7 @@ void Store::restore(const LoadBatch& b) {
             set_meta_u64(txn, "next_merge", std::max(meta_u64(txn, "next_merge", 1), last_merge + 1));
         }
     });
+    sync_index();  // as after a commit: the index serves what was just written
 }
 
 }  // namespace agentsensus

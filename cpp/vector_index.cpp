@@ -1,6 +1,8 @@
 #include "vector_index.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +13,7 @@
 
 #include <mutex>
 
+#include "checksum.hpp"
 #include "errors.hpp"
 #include "parallel.hpp"
 
@@ -21,7 +24,57 @@ namespace us = unum::usearch;
 namespace {
 
 constexpr size_t kSerialPrefix = 4096;  // see add_many
-constexpr char kMagic[8] = {'A', 'S', 'I', 'D', 'X', '0', '0', '1'};
+// 002: the header carries the body's size and checksum. Files of 001 read as
+// damaged, so the index is rebuilt once (it is a cache).
+constexpr char kMagic[8] = {'A', 'S', 'I', 'D', 'X', '0', '0', '2'};
+constexpr size_t kBodyOffset = 8 + sizeof(IndexHeader);
+
+// A read-only mapping of a whole file.
+struct Mapping {
+    const unsigned char* p = nullptr;
+    size_t n = 0;
+    Mapping() = default;
+    Mapping(const Mapping&) = delete;
+    Mapping& operator=(const Mapping&) = delete;
+    ~Mapping() {
+        if (p) ::munmap(const_cast<unsigned char*>(p), n);
+    }
+};
+
+// Maps path and checks magic, header, size and checksum; on success m holds
+// the mapping and h the header.
+bool map_checked(const std::string& path, size_t dim, Metric metric, IndexHeader& h, Mapping& m,
+                 std::string& why) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        why = "no index file";
+        return false;
+    }
+    struct stat st {};
+    bool ok = ::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= kBodyOffset;
+    void* p = ok ? ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    ::close(fd);
+    if (p == MAP_FAILED) {
+        why = "index file header is damaged";
+        return false;
+    }
+    m.p = static_cast<const unsigned char*>(p);
+    m.n = static_cast<size_t>(st.st_size);
+    std::memcpy(&h, m.p + 8, sizeof h);
+    if (std::memcmp(m.p, kMagic, 8) != 0) {
+        why = "index file header is damaged";
+        return false;
+    }
+    if (h.dim != dim || h.metric != static_cast<uint32_t>(metric)) {
+        why = "index file has another dim or metric";
+        return false;
+    }
+    if (h.body_bytes != m.n - kBodyOffset || checksum64(m.p + kBodyOffset, h.body_bytes) != h.body_sum) {
+        why = "index file is damaged (size or checksum)";
+        return false;
+    }
+    return true;
+}
 
 us::metric_kind_t kind_of(Metric m) {
     // cos is served as inner product over unit vectors: the same order, no
@@ -51,6 +104,7 @@ struct VectorIndex::Impl {
     Metric metric;
     IndexParams params;
     us::index_dense_t index;
+    std::unique_ptr<Mapping> map;  // set while index is a view of it
 
     Impl(size_t d, Metric m, const IndexParams& p) : dim(d), metric(m), params(p) { reset(); }
 
@@ -65,12 +119,47 @@ struct VectorIndex::Impl {
     }
 
     void reset() {
+        index = fresh();
+        index.reserve(us::index_limits_t(1024, thread_slots()));
+        map.reset();  // after the view that used it is gone
+    }
+
+    us::index_dense_t fresh() const {
         us::metric_punned_t pm = make_metric();
         us::index_dense_config_t cfg(params.connectivity, params.expansion_add, params.expansion_search);
         auto made = us::index_dense_t::make(pm, cfg);
         check(made, "usearch make");
-        index = std::move(made.index);
-        index.reserve(us::index_limits_t(1024, thread_slots()));
+        return std::move(made.index);
+    }
+
+    // Fills ix from a checked mapping; false with why on failure.
+    bool load_into(us::index_dense_t& ix, const Mapping& m, std::string& why) const {
+        us::memory_mapped_file_t borrowed(const_cast<us::byte_t*>(reinterpret_cast<const us::byte_t*>(m.p)), m.n);
+        auto r = ix.load(std::move(borrowed), kBodyOffset);
+        if (!r) {
+            why = std::string("index file is damaged: ") + r.error.what();
+            r.error.release();
+            return false;
+        }
+        if (ix.dimensions() != dim) {
+            why = "index file has another dim";
+            return false;
+        }
+        ix.change_metric(make_metric());
+        // Loading resets thread slots and capacity to what the file held.
+        ix.reserve(us::index_limits_t(std::max<size_t>(1024, ix.size() * 2), thread_slots()));
+        return true;
+    }
+
+    // Before any change: a view becomes an index in memory, read from the
+    // mapping it was viewing (not the path, which a save may have replaced).
+    void ensure_mutable() {
+        if (!map) return;
+        us::index_dense_t ix = fresh();
+        std::string why;
+        if (!load_into(ix, *map, why)) throw Error("cannot load the mapped index: " + why);
+        index = std::move(ix);
+        map.reset();
     }
 
     float to_score(float distance) const {
@@ -94,6 +183,7 @@ VectorIndex::VectorIndex(size_t dim, Metric metric, const IndexParams& params)
 VectorIndex::~VectorIndex() = default;
 
 void VectorIndex::add(uint64_t id, const float* v) {
+    impl_->ensure_mutable();
     auto& ix = impl_->index;
     if (ix.size() + 1 > ix.capacity()) {
         size_t want = std::max<size_t>(1024, ix.capacity() * 2);
@@ -105,6 +195,7 @@ void VectorIndex::add(uint64_t id, const float* v) {
 
 void VectorIndex::add_many(const uint64_t* ids, const float* vs, size_t n) {
     if (n == 0) return;
+    impl_->ensure_mutable();
     auto& ix = impl_->index;
     // Reserve once, up front: reserve must not run during adds.
     if (ix.size() + n > ix.capacity()) {
@@ -132,6 +223,7 @@ void VectorIndex::add_many(const uint64_t* ids, const float* vs, size_t n) {
 }
 
 void VectorIndex::remove(uint64_t id) {
+    impl_->ensure_mutable();
     auto r = impl_->index.remove(id);
     check(r, "usearch remove");
 }
@@ -150,10 +242,12 @@ std::vector<Hit> VectorIndex::search(const float* q, size_t k) const {
     return impl_->collect(r);
 }
 
-void VectorIndex::save(const std::string& path, const IndexHeader& h) const {
+void VectorIndex::save(const std::string& path, const IndexHeader& given) const {
     std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    FILE* f = std::fopen(tmp.c_str(), "wb");
+    FILE* f = std::fopen(tmp.c_str(), "w+b");
     if (!f) throw Error("cannot write index file " + tmp + ": " + std::strerror(errno));
+    IndexHeader h = given;
+    h.body_bytes = h.body_sum = 0;
     bool ok = std::fwrite(kMagic, 1, 8, f) == 8 && std::fwrite(&h, sizeof h, 1, f) == 1;
     if (ok) {
         auto r = impl_->index.save_to_stream(
@@ -163,7 +257,22 @@ void VectorIndex::save(const std::string& path, const IndexHeader& h) const {
             ok = false;
         }
     }
-    ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+    ok = ok && std::fflush(f) == 0;
+    if (ok) {
+        // The checksum of what reached the file, read back through a mapping.
+        int fd = ::fileno(f);
+        struct stat st {};
+        ok = ::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= kBodyOffset;
+        void* p = ok ? ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+        ok = p != MAP_FAILED;
+        if (ok) {
+            h.body_bytes = static_cast<size_t>(st.st_size) - kBodyOffset;
+            h.body_sum = checksum64(static_cast<const unsigned char*>(p) + kBodyOffset, h.body_bytes);
+            ::munmap(p, static_cast<size_t>(st.st_size));
+            ok = ::pwrite(fd, &h, sizeof h, 8) == static_cast<ssize_t>(sizeof h);
+        }
+    }
+    ok = ok && ::fsync(::fileno(f)) == 0;
     ok = (std::fclose(f) == 0) && ok;
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
         std::remove(tmp.c_str());
@@ -182,41 +291,38 @@ bool VectorIndex::read_header(const std::string& path, IndexHeader& h) {
 }
 
 bool VectorIndex::load(const std::string& path, IndexHeader& h, std::string& why) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) {
-        why = "no index file";
-        return false;
-    }
-    char magic[8];
-    if (std::fread(magic, 1, 8, f) != 8 || std::memcmp(magic, kMagic, 8) != 0 ||
-        std::fread(&h, sizeof h, 1, f) != 1) {
-        std::fclose(f);
-        why = "index file header is damaged";
-        return false;
-    }
-    if (h.dim != impl_->dim || h.metric != static_cast<uint32_t>(impl_->metric)) {
-        std::fclose(f);
-        why = "index file has another dim or metric";
-        return false;
-    }
-    auto r = impl_->index.load_from_stream(
-        [f](void* buf, std::size_t n) noexcept { return std::fread(buf, 1, n, f) == n; });
-    std::fclose(f);
+    impl_->reset();
+    Mapping m;
+    if (!map_checked(path, impl_->dim, impl_->metric, h, m, why)) return false;
+    us::index_dense_t ix = impl_->fresh();
+    if (!impl_->load_into(ix, m, why)) return false;
+    impl_->index = std::move(ix);
+    return true;
+}
+
+bool VectorIndex::view(const std::string& path, IndexHeader& h, std::string& why) {
+    impl_->reset();
+    auto m = std::make_unique<Mapping>();
+    if (!map_checked(path, impl_->dim, impl_->metric, h, *m, why)) return false;
+    us::index_dense_t ix = impl_->fresh();
+    ix.reserve(us::index_limits_t(1024, thread_slots()));  // view keeps these thread slots
+    us::memory_mapped_file_t borrowed(const_cast<us::byte_t*>(reinterpret_cast<const us::byte_t*>(m->p)), m->n);
+    auto r = ix.view(std::move(borrowed), kBodyOffset);
     if (!r) {
         why = std::string("index file is damaged: ") + r.error.what();
         r.error.release();
-        impl_->reset();
         return false;
     }
-    if (impl_->index.dimensions() != impl_->dim) {
+    if (ix.dimensions() != impl_->dim) {
         why = "index file has another dim";
-        impl_->reset();
         return false;
     }
-    impl_->index.change_metric(impl_->make_metric());
-    // Loading resets thread slots and capacity to what the file held.
-    impl_->index.reserve(us::index_limits_t(std::max<size_t>(1024, impl_->index.size() * 2), thread_slots()));
+    ix.change_metric(impl_->make_metric());
+    impl_->index = std::move(ix);
+    impl_->map = std::move(m);
     return true;
 }
+
+bool VectorIndex::mapped() const { return impl_->map != nullptr; }
 
 }  // namespace agentsensus

@@ -22,6 +22,8 @@ struct IndexHeader {
     uint64_t journal_seq;  // the last journal entry the saved index reflects
     uint32_t dim;
     uint32_t metric;
+    uint64_t body_bytes;   // the usearch serialization that follows
+    uint64_t body_sum;     // checksum64 of it: a damaged file is never mapped or loaded
 };
 
 struct IndexParams {
@@ -53,9 +55,15 @@ public:
 
     // Writes header + index to path atomically (temp file, fsync, rename).
     void save(const std::string& path, const IndexHeader& h) const;
-    // Reads a file written by save; false (and an empty index) when the file is
-    // absent, damaged, or of another shape. why says which.
+    // Reads a file written by save into memory; false (and an empty index)
+    // when the file is absent, damaged, or of another shape. why says which.
     bool load(const std::string& path, IndexHeader& h, std::string& why);
+    // The same checks, but maps the file instead of reading it: the index
+    // serves searches from the page cache (shared with every process that
+    // maps it) and opens in the time of one checksum pass. The first change
+    // (add, remove) loads it into memory from the mapping first.
+    bool view(const std::string& path, IndexHeader& h, std::string& why);
+    bool mapped() const;
     // Peeks at the header only.
     static bool read_header(const std::string& path, IndexHeader& h);
 
