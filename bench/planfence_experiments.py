@@ -243,7 +243,9 @@ def engine_time(root: str) -> tuple[float, int]:
         c = f.check("plan")
         assert c.current and c.owners_asked == 5
         s._lineage.time_check_local("plan", None, 200)  # warm
-        ns = min(s._lineage.time_check_local("plan", None, 2000) for _ in range(5))
+        # Best of many short batches: on a shared machine a long batch is
+        # almost always preempted, which measures the load, not the engine.
+        ns = min(s._lineage.time_check_local("plan", None, 200) for _ in range(50))
         return ns / 1000, c.bytes
 
 

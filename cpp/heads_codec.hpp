@@ -80,55 +80,93 @@ struct HeadAnswer {
     bool same = false;  // head's digest equals the recorded version's
 };
 
+// Writes a query entry by entry, so callers need not copy keys into
+// HeadQuery. Each key must stay alive until the next add (it is the prefix
+// the next key is coded against); add exactly n entries.
+class QueryEncoder {
+public:
+    QueryEncoder(std::string& out, size_t n) : out_(out) {
+        out_.clear();
+        out_.push_back(static_cast<char>(kHeadsCodecVersion));
+        put_varint(out_, n);
+    }
+    void add(std::string_view key, uint64_t recorded) {
+        size_t shared = 0;
+        size_t lim = prev_.size() < key.size() ? prev_.size() : key.size();
+        while (shared < lim && prev_[shared] == key[shared]) ++shared;
+        put_varint(out_, shared);
+        put_varint(out_, key.size() - shared);
+        out_.append(key.substr(shared));
+        put_varint(out_, recorded);
+        prev_ = key;
+    }
+
+private:
+    std::string& out_;
+    std::string_view prev_;
+};
+
 // Entries must be sorted by key (front coding assumes it, for size only:
 // decoding is correct for any order).
 inline std::string encode_query(const std::vector<HeadQuery>& q) {
     std::string out;
-    out.push_back(static_cast<char>(kHeadsCodecVersion));
-    put_varint(out, q.size());
-    std::string_view prev;
-    for (const HeadQuery& e : q) {
-        size_t shared = 0;
-        size_t lim = prev.size() < e.key.size() ? prev.size() : e.key.size();
-        while (shared < lim && prev[shared] == e.key[shared]) ++shared;
-        put_varint(out, shared);
-        put_varint(out, e.key.size() - shared);
-        out.append(e.key, shared, std::string::npos);
-        put_varint(out, e.recorded);
-        prev = e.key;
-    }
+    QueryEncoder enc(out, q.size());
+    for (const HeadQuery& e : q) enc.add(e.key, e.recorded);
     return out;
 }
 
+// One entry of a decoded query, still front-coded: its key is the first
+// `shared` bytes of the previous entry's key followed by `suffix` (a view
+// into the query). next_key rebuilds the keys in order without allocating.
+struct QueryEntry {
+    size_t shared = 0;
+    std::string_view suffix;
+    uint64_t recorded = 0;
+};
+
+inline void next_key(std::string& key, const QueryEntry& e) {
+    key.resize(e.shared);
+    key.append(e.suffix);
+}
+
 // False on a malformed query.
-inline bool decode_query(std::string_view in, std::vector<HeadQuery>& out, size_t max_entries) {
+inline bool decode_query_entries(std::string_view in, std::vector<QueryEntry>& out, size_t max_entries) {
     WireReader r(in);
     if (r.byte() != kHeadsCodecVersion) return false;
     uint64_t n = r.varint();
     if (!r.ok() || n > max_entries || n > in.size()) return false;
     out.clear();
     out.reserve(n);
-    std::string prev;
+    uint64_t prev_len = 0;
     for (uint64_t i = 0; i < n; ++i) {
         uint64_t shared = r.varint();
         uint64_t len = r.varint();
-        if (!r.ok() || shared > prev.size()) return false;
+        if (!r.ok() || shared > prev_len) return false;
         std::string_view suffix = r.bytes(len);
         uint64_t recorded = r.varint();
         if (!r.ok()) return false;
-        HeadQuery e;
-        e.key.reserve(shared + len);
-        e.key.assign(prev, 0, shared);
-        e.key.append(suffix);
-        e.recorded = recorded;
-        prev = e.key;
-        out.push_back(std::move(e));
+        out.push_back(QueryEntry{static_cast<size_t>(shared), suffix, recorded});
+        prev_len = shared + len;
     }
     return r.done();
 }
 
-inline std::string encode_answer(const std::vector<HeadAnswer>& a) {
-    std::string out;
+// False on a malformed query.
+inline bool decode_query(std::string_view in, std::vector<HeadQuery>& out, size_t max_entries) {
+    std::vector<QueryEntry> entries;
+    if (!decode_query_entries(in, entries, max_entries)) return false;
+    out.clear();
+    out.reserve(entries.size());
+    std::string key;
+    for (const QueryEntry& e : entries) {
+        next_key(key, e);
+        out.push_back(HeadQuery{key, e.recorded});
+    }
+    return true;
+}
+
+inline void encode_answer(const std::vector<HeadAnswer>& a, std::string& out) {
+    out.clear();
     out.reserve(2 + a.size() * 2);
     out.push_back(static_cast<char>(kHeadsCodecVersion));
     put_varint(out, a.size());
@@ -139,6 +177,11 @@ inline std::string encode_answer(const std::vector<HeadAnswer>& a) {
         }
         put_varint(out, (e.head << 1) | (e.same ? 1 : 0));
     }
+}
+
+inline std::string encode_answer(const std::vector<HeadAnswer>& a) {
+    std::string out;
+    encode_answer(a, out);
     return out;
 }
 

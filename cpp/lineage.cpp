@@ -25,6 +25,7 @@ constexpr const char* kMeta = "lin_meta";          // counters
 // owner:u32 version:u64 digest[16] derived:u8 name_len:u16 name.
 // Input names are stored inline so a frontier walk needs no lookup per link.
 constexpr size_t kVersionHeader = kValueDigestBytes + 1 + 4;
+constexpr size_t kMinInputEntry = 4 + 8 + kValueDigestBytes + 1 + 2;  // an input with an empty name
 
 // Thrown to roll back a dry run.
 struct DryRun {};
@@ -146,21 +147,23 @@ std::optional<Lineage::KeyRec> Lineage::key_rec(MDB_txn* txn, std::string_view k
 
 std::optional<uint32_t> Lineage::owner_id(MDB_txn* txn, std::string_view owner) {
     if (!present_) return std::nullopt;
-    std::string k = "n";
-    k.append(owner);
+    char k[1 + kMaxOwnerBytes];  // no allocation: a check asks once per owner
+    if (owner.size() > kMaxOwnerBytes) return std::nullopt;  // longer names are never stored
+    k[0] = 'n';
+    std::memcpy(k + 1, owner.data(), owner.size());
     MDB_val v;
-    if (!get(txn, db_.owners, val(k), v)) return std::nullopt;
+    if (!get(txn, db_.owners, val(k, 1 + owner.size()), v)) return std::nullopt;
     if (v.mv_size != 4) throw Corrupt("lineage owner " + quoted(owner) + " has a damaged record");
     return load<uint32_t>(v.mv_data);
 }
 
-std::string Lineage::owner_name(MDB_txn* txn, uint32_t id) {
+std::string_view Lineage::owner_name(MDB_txn* txn, uint32_t id) {
     unsigned char k[5] = {'i'};
     Be32 b(id);
     std::memcpy(k + 1, b.b, 4);
     MDB_val v;
     if (!get(txn, db_.owners, val(k, 5), v)) throw Corrupt("lineage owner id " + std::to_string(id) + " is missing");
-    return std::string(view(v));
+    return view(v);
 }
 
 bool Lineage::version_digest(MDB_txn* txn, uint32_t key, uint64_t version, ValueDigest& out) {
@@ -175,7 +178,7 @@ KeyInfo Lineage::info(std::string_view key) {
     ReadTxn t(env_);
     auto rec = key_rec(t.get(), key);
     if (!rec) throw NotFound("no lineage key " + quoted(key));
-    return KeyInfo{owner_name(t.get(), rec->owner), rec->head};
+    return KeyInfo{std::string(owner_name(t.get(), rec->owner)), rec->head};
 }
 
 std::string Lineage::value(std::string_view key, uint64_t version) {
@@ -372,29 +375,50 @@ std::vector<uint64_t> Lineage::apply(const std::vector<LineageOp>& ops, bool com
 
 // ------------------------------------------------------------------- frontier
 
-std::vector<LinkRow> Lineage::frontier_in(MDB_txn* txn, std::string_view key, const Scope* scope) {
+void Lineage::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Walk& out) {
+    out.links.clear();
+    out.owners.clear();
+    out.starts.clear();
     auto root = key_rec(txn, key);
     if (!root) throw NotFound("no lineage key " + quoted(key));
-    std::vector<LinkRow> out;
-    if (root->head == 0) return out;
+    if (root->head == 0) {
+        out.starts.push_back(0);
+        return;
+    }
 
     struct Node {
         uint32_t key;
         uint64_t version;
         bool in_scope;  // a derived key above it on this path is in scope
     };
+    struct NodeHash {
+        size_t operator()(const std::pair<uint32_t, uint64_t>& n) const {
+            return std::hash<uint64_t>()(n.second * 0x9E3779B97F4A7C15ull ^ n.first);
+        }
+    };
     // Visited (key, version) -> the strongest in_scope it was walked with: a
     // version reached again only matters if now in scope and before not.
-    std::unordered_map<uint64_t, std::unordered_map<uint64_t, bool>> seen_nodes;
-    std::unordered_map<uint32_t, std::string> owners;
-    auto owner_of = [&](uint32_t id) -> const std::string& {
-        auto it = owners.find(id);
-        if (it == owners.end()) it = owners.emplace(id, owner_name(txn, id)).first;
-        return it->second;
+    std::unordered_map<std::pair<uint32_t, uint64_t>, bool, NodeHash> seen;
+    // Owner ids in the order met; links hold the index. A plan has few owners,
+    // so a linear search with the last hit first beats a hash map.
+    std::vector<uint32_t> ids;
+    uint32_t last = 0;
+    auto owner_index = [&](uint32_t id) -> uint32_t {
+        if (last < ids.size() && ids[last] == id) return last;
+        for (uint32_t i = 0; i < ids.size(); ++i)
+            if (ids[i] == id) return last = i;
+        ids.push_back(id);
+        return last = static_cast<uint32_t>(ids.size() - 1);
+    };
+    std::string name;  // Scope holds std::string: one reused buffer for lookups
+    auto scoped = [&](std::string_view s) {
+        name.assign(s.data(), s.size());
+        return scope->count(name) > 0;
     };
 
-    std::vector<Node> stack{{root->id, root->head, scope == nullptr || scope->count(std::string(key)) > 0}};
-    seen_nodes[root->id][root->head] = stack.back().in_scope;
+    std::vector<Link> found;
+    std::vector<Node> stack{{root->id, root->head, scope == nullptr || scoped(key)}};
+    seen[{root->id, root->head}] = stack.back().in_scope;
     while (!stack.empty()) {
         Node n = stack.back();
         stack.pop_back();
@@ -402,58 +426,131 @@ std::vector<LinkRow> Lineage::frontier_in(MDB_txn* txn, std::string_view key, co
         if (!get(txn, db_.versions, VersionKey(n.key, n.version).mv(), v)) continue;  // an observed gap
         ParsedVersion pv;
         if (!parse_version(v, pv)) throw Corrupt("a lineage version record is truncated");
+        // pv.n is read from disk: trust it only as far as the record's size allows.
+        found.reserve(found.size() + std::min<size_t>(pv.n, pv.inputs.size() / kMinInputEntry));
         InputReader ir(pv.inputs);
         InputEntry e;
         while (ir.next(e)) {
-            bool in = n.in_scope || (scope != nullptr && scope->count(std::string(e.name)) > 0);
+            bool in = n.in_scope || (scope != nullptr && scoped(e.name));
             // Duplicates (one input reached along two paths) go after the sort.
-            if (in) out.push_back(LinkRow{std::string(e.name), owner_of(e.owner), e.version, e.digest, e.derived != 0});
+            if (in) found.push_back(Link{e.name, e.version, e.digest, owner_index(e.owner), e.derived != 0});
             if (!e.derived) continue;
             auto rec = key_rec(txn, e.name);
             if (!rec) throw Corrupt("lineage input " + quoted(e.name) + " is recorded but missing");
-            auto& seen = seen_nodes[rec->id];
-            auto it = seen.find(e.version);
-            if (it != seen.end() && (it->second || !in)) continue;  // cycle-safe: each node walked at most twice
-            seen[e.version] = in;
+            auto [it, fresh] = seen.try_emplace({rec->id, e.version}, in);
+            if (!fresh) {
+                if (it->second || !in) continue;  // cycle-safe: each node walked at most twice
+                it->second = in;
+            }
             stack.push_back(Node{rec->id, e.version, in});
         }
     }
-    std::sort(out.begin(), out.end(), [](const LinkRow& a, const LinkRow& b) {
-        if (a.owner != b.owner) return a.owner < b.owner;
-        if (a.key != b.key) return a.key < b.key;
-        return a.version < b.version;
-    });
-    out.erase(std::unique(out.begin(), out.end(),
-                          [](const LinkRow& a, const LinkRow& b) { return a.version == b.version && a.key == b.key; }),
-              out.end());
-    return out;
+
+    // Owners by name. Equal names (only in a damaged store) share one rank,
+    // so they form one group as a sort by name would.
+    std::vector<std::pair<std::string_view, uint32_t>> names;  // name, index in ids
+    names.reserve(ids.size());
+    for (uint32_t i = 0; i < ids.size(); ++i) names.emplace_back(owner_name(txn, ids[i]), i);
+    std::sort(names.begin(), names.end());
+    std::vector<uint32_t> rank(ids.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+        if (i == 0 || names[i].first != names[i - 1].first) out.owners.push_back(names[i].first);
+        rank[names[i].second] = static_cast<uint32_t>(out.owners.size() - 1);
+    }
+
+    // Counting sort by owner rank keeps the walk's order within an owner. A
+    // version's inputs are stored sorted by key, so a one-level frontier is
+    // already in order and only deeper walks pay for a sort.
+    std::vector<size_t> count(out.owners.size() + 1, 0);
+    for (Link& l : found) {
+        l.owner = rank[l.owner];
+        ++count[l.owner + 1];
+    }
+    for (size_t i = 1; i < count.size(); ++i) count[i] += count[i - 1];
+    out.starts = count;
+    out.links.resize(found.size());
+    for (const Link& l : found) out.links[count[l.owner]++] = l;
+    auto less = [](const Link& a, const Link& b) { return a.key != b.key ? a.key < b.key : a.version < b.version; };
+    auto same = [](const Link& a, const Link& b) { return a.version == b.version && a.key == b.key; };
+    bool dups = false;
+    for (size_t g = 0; g + 1 < out.starts.size(); ++g) {
+        auto b = out.links.begin() + out.starts[g], e = out.links.begin() + out.starts[g + 1];
+        // Strictly increasing: sorted and distinct, the usual case.
+        if (std::adjacent_find(b, e, [&](const Link& x, const Link& y) { return !less(x, y); }) == e) {
+            if (g > 0 && same(b[-1], *b)) dups = true;  // across owners: only in a damaged store
+            continue;
+        }
+        std::sort(b, e, less);
+        dups = true;
+    }
+    if (!dups) return;
+    // Distinct (key, version), then the group bounds again.
+    size_t w = 0;
+    for (size_t i = 0; i < out.links.size(); ++i) {
+        if (w > 0 && same(out.links[w - 1], out.links[i])) continue;
+        out.links[w++] = out.links[i];
+    }
+    out.links.resize(w);
+    out.starts.assign(1, 0);
+    for (size_t i = 0; i < w; ++i)
+        if (i + 1 == w || out.links[i + 1].owner != out.links[i].owner) out.starts.push_back(i + 1);
+    // Owners left with no link (all theirs were duplicates of another's) go.
+    std::vector<std::string_view> kept;
+    for (size_t g = 0; g + 1 < out.starts.size(); ++g) {
+        kept.push_back(out.owners[out.links[out.starts[g]].owner]);
+        for (size_t i = out.starts[g]; i < out.starts[g + 1]; ++i) out.links[i].owner = static_cast<uint32_t>(g);
+    }
+    out.owners.swap(kept);
 }
 
 std::vector<LinkRow> Lineage::frontier(std::string_view key, const Scope* scope) {
     ReadTxn t(env_);
-    return frontier_in(t.get(), key, scope);
+    Walk w;
+    walk(t.get(), key, scope, w);
+    std::vector<LinkRow> out;
+    out.reserve(w.links.size());
+    for (size_t g = 0; g < w.owners.size(); ++g)
+        for (size_t i = w.starts[g]; i < w.starts[g + 1]; ++i) {
+            const Link& l = w.links[i];
+            out.push_back(LinkRow{std::string(l.key), std::string(w.owners[g]), l.version, l.digest, l.derived});
+        }
+    return out;
 }
 
 PreparedCheck Lineage::group(std::vector<LinkRow> links) {
     PreparedCheck p;
-    std::vector<HeadQuery> q;
     for (size_t i = 0; i < links.size();) {
+        size_t end = i;
+        while (end < links.size() && links[end].owner == links[i].owner) ++end;
         OwnerGroup g;
         g.owner = links[i].owner;
-        q.clear();
-        for (; i < links.size() && links[i].owner == g.owner; ++i) {
-            q.push_back(HeadQuery{links[i].key, links[i].version});
-            g.links.push_back(std::move(links[i]));
-        }
-        g.query = encode_query(q);
+        g.links.assign(std::make_move_iterator(links.begin() + i), std::make_move_iterator(links.begin() + end));
+        QueryEncoder enc(g.query, g.links.size());
+        for (const LinkRow& l : g.links) enc.add(l.key, l.version);
         p.groups.push_back(std::move(g));
+        i = end;
     }
     return p;
 }
 
 PreparedCheck Lineage::prepare(std::string_view key, const Scope* scope) {
     ReadTxn t(env_);
-    return group(frontier_in(t.get(), key, scope));
+    Walk w;
+    walk(t.get(), key, scope, w);
+    PreparedCheck p;
+    p.groups.resize(w.owners.size());
+    for (size_t g = 0; g < w.owners.size(); ++g) {
+        OwnerGroup& grp = p.groups[g];
+        grp.owner = std::string(w.owners[g]);
+        grp.links.reserve(w.starts[g + 1] - w.starts[g]);
+        for (size_t i = w.starts[g]; i < w.starts[g + 1]; ++i) {
+            const Link& l = w.links[i];
+            grp.links.push_back(LinkRow{std::string(l.key), grp.owner, l.version, l.digest, l.derived});
+        }
+        QueryEncoder enc(grp.query, grp.links.size());
+        for (const LinkRow& l : grp.links) enc.add(l.key, l.version);
+    }
+    return p;
 }
 
 PreparedCheck Lineage::prepare_all() {
@@ -468,7 +565,7 @@ PreparedCheck Lineage::prepare_all() {
             KeyRec r = load<KeyRec>(v.mv_data);
             if (r.head == 0) continue;
             auto it = owners.find(r.owner);
-            if (it == owners.end()) it = owners.emplace(r.owner, owner_name(t.get(), r.owner)).first;
+            if (it == owners.end()) it = owners.emplace(r.owner, std::string(owner_name(t.get(), r.owner))).first;
             LinkRow l;
             l.key = std::string(view(k));
             l.owner = it->second;
@@ -485,54 +582,146 @@ PreparedCheck Lineage::prepare_all() {
 
 // ------------------------------------------------------------------- heads
 
-std::string Lineage::answer_in(MDB_txn* txn, std::string_view owner, std::string_view query) {
-    std::vector<HeadQuery> q;
-    if (!decode_query(query, q, kMaxInputs * 16)) throw InvalidArgument("malformed head query");
-    std::vector<HeadAnswer> a(q.size());
-    auto oid = owner_id(txn, owner);
-    if (oid) {
-        // Queries are sorted and often cover neighbouring keys: walk one
-        // cursor forward a few steps before seeking again.
-        Cursor c(txn, db_.keys);
-        MDB_val ck, cv;
-        bool at = false;  // the cursor sits on a valid entry
-        for (size_t i = 0; i < q.size(); ++i) {
-            std::string_view want = q[i].key;
-            bool found = false;
-            for (int step = 0; at && step < 4; ++step) {
-                int cmp = view(ck).compare(want);
-                if (cmp == 0) {
-                    found = true;
-                    break;
-                }
-                if (cmp > 0) break;
-                at = c.op(ck, cv, MDB_NEXT);
-            }
-            if (!found && !(at && view(ck) > want)) {
-                ck = val(want);
-                at = c.op(ck, cv, MDB_SET_RANGE);
-                found = at && view(ck) == want;
-            }
-            if (!found) continue;  // unknown: the check blocks
-            if (cv.mv_size != sizeof(KeyRec)) throw Corrupt("lineage key " + quoted(want) + " has a damaged record");
-            KeyRec kr = load<KeyRec>(cv.mv_data);
-            const KeyRec* rec = &kr;
-            if (rec->owner != *oid || rec->head == 0) continue;
-            a[i].head = rec->head;
-            if (rec->head != q[i].recorded && q[i].recorded != 0) {
-                ValueDigest h, r;
-                a[i].same = version_digest(txn, rec->id, rec->head, h) &&
-                            version_digest(txn, rec->id, q[i].recorded, r) && h == r;
-            }
+void Lineage::Ask::decode(std::string_view query) {
+    if (!decode_query_entries(query, entries, kMaxInputs * 16)) throw InvalidArgument("malformed head query");
+    // Rebuild the front-coded keys into one buffer, sized first so the views
+    // taken after stay valid.
+    size_t total = 0;
+    for (const QueryEntry& e : entries) total += e.shared + e.suffix.size();
+    key_bytes.resize(total);
+    char* base = key_bytes.data();
+    size_t at = 0, prev = 0;
+    for (const QueryEntry& e : entries) {
+        std::memcpy(base + at, base + prev, e.shared);  // e.shared <= the previous key's length
+        std::memcpy(base + at + e.shared, e.suffix.data(), e.suffix.size());
+        prev = at;
+        at += e.shared + e.suffix.size();
+    }
+    keys.clear();
+    keys.reserve(entries.size());
+    size_t off = 0;
+    for (const QueryEntry& e : entries) {
+        size_t len = e.shared + e.suffix.size();
+        keys.emplace_back(key_bytes.data() + off, len);
+        off += len;
+    }
+    heads.assign(entries.size(), HeadAnswer{});
+}
+
+void Lineage::answer_in(MDB_txn* txn, std::vector<Ask>& asks) {
+    // The keys of every query in one key order, so one cursor walks the
+    // table forward: queries come sorted, so few owners merge in linear time;
+    // many are sorted together.
+    struct Want {
+        std::string_view key;
+        uint32_t ask, i;
+    };
+    std::vector<Want> order;
+    size_t n = 0;
+    for (const Ask& a : asks) n += a.keys.size();
+    order.reserve(n);
+    if (asks.size() > 8) {
+        for (uint32_t j = 0; j < asks.size(); ++j)
+            for (uint32_t i = 0; i < asks[j].keys.size(); ++i) order.push_back(Want{asks[j].keys[i], j, i});
+        std::sort(order.begin(), order.end(), [](const Want& x, const Want& y) { return x.key < y.key; });
+    } else {
+        std::vector<size_t> pos(asks.size(), 0);
+        for (;;) {
+            size_t best = asks.size();
+            for (size_t j = 0; j < asks.size(); ++j)
+                if (pos[j] < asks[j].keys.size() &&
+                    (best == asks.size() || asks[j].keys[pos[j]] < asks[best].keys[pos[best]]))
+                    best = j;
+            if (best == asks.size()) break;
+            uint32_t i = static_cast<uint32_t>(pos[best]++);
+            order.push_back(Want{asks[best].keys[i], static_cast<uint32_t>(best), i});
         }
     }
-    return encode_answer(a);
+    for (Ask& a : asks) a.owner_id = owner_id(txn, a.owner);
+
+    // From where the last lookup left the cursor, one step forward may reach
+    // the key (or prove it absent) without a seek. Correct for any order.
+    Cursor c(txn, db_.keys);
+    MDB_val ck, cv;
+    bool at = false;  // the cursor sits on a valid entry
+    for (const Want& w : order) {
+        Ask& a = asks[w.ask];
+        if (!a.owner_id) continue;  // an owner this store does not know: every key unknown
+        bool found = false, absent = false;
+        if (at) {
+            int cmp = view(ck).compare(w.key);
+            if (cmp == 0) {
+                found = true;
+            } else if (cmp < 0) {
+                at = c.op(ck, cv, MDB_NEXT);
+                if (at) {
+                    cmp = view(ck).compare(w.key);
+                    found = cmp == 0;
+                    absent = cmp > 0;  // nothing lies between the two keys
+                }
+            }
+        }
+        if (!found && !absent) {
+            ck = val(w.key);
+            at = c.op(ck, cv, MDB_SET_RANGE);
+            found = at && view(ck) == w.key;
+        }
+        if (!found) continue;  // unknown: the check blocks
+        if (cv.mv_size != sizeof(KeyRec)) throw Corrupt("lineage key " + quoted(w.key) + " has a damaged record");
+        KeyRec rec = load<KeyRec>(cv.mv_data);
+        if (rec.owner != *a.owner_id || rec.head == 0) continue;
+        HeadAnswer& h = a.heads[w.i];
+        uint64_t recorded = a.entries[w.i].recorded;
+        h.head = rec.head;
+        if (rec.head != recorded && recorded != 0) {
+            ValueDigest hd, rd;
+            h.same = version_digest(txn, rec.id, rec.head, hd) && version_digest(txn, rec.id, recorded, rd) && hd == rd;
+        }
+    }
 }
 
 std::string Lineage::answer(std::string_view owner, std::string_view query) {
+    std::vector<Ask> asks(1);
+    asks[0].owner = owner;
+    asks[0].decode(query);
     ReadTxn t(env_);
-    return answer_in(t.get(), owner, query);
+    answer_in(t.get(), asks);
+    std::string out;
+    encode_answer(asks[0].heads, out);
+    return out;
 }
+
+namespace {
+
+// Judges one owner's links against its answer (nullptr: none came) and adds
+// what is stale to r. Links are LinkRow or Lineage::Link: key and version.
+template <class L>
+void judge(const L* links, size_t n, std::string_view owner, size_t query_bytes, const std::string* answer,
+           std::vector<HeadAnswer>& a, CheckResult& r) {
+    r.bytes += query_bytes;
+    StaleWhy blanket = StaleWhy::no_answer;
+    bool ok = false;
+    if (answer) {
+        r.bytes += answer->size();
+        ok = decode_answer(*answer, n, a);
+        if (!ok) blanket = StaleWhy::malformed;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        const L& l = links[i];
+        if (!ok) {
+            r.stale.push_back(StaleRow{std::string(l.key), std::string(owner), l.version, 0, blanket});
+            continue;
+        }
+        const HeadAnswer& h = a[i];
+        if (h.head == 0) {
+            r.stale.push_back(StaleRow{std::string(l.key), std::string(owner), l.version, 0, StaleWhy::unknown});
+        } else if (h.head != l.version && !h.same) {
+            r.stale.push_back(StaleRow{std::string(l.key), std::string(owner), l.version, h.head, StaleWhy::moved});
+        }
+    }
+}
+
+}  // namespace
 
 CheckResult Lineage::finish(const PreparedCheck& p, const std::vector<const std::string*>& answers) {
     if (answers.size() != p.groups.size()) throw InvalidArgument("one answer per owner is needed");
@@ -541,41 +730,44 @@ CheckResult Lineage::finish(const PreparedCheck& p, const std::vector<const std:
     std::vector<HeadAnswer> a;
     for (size_t g = 0; g < p.groups.size(); ++g) {
         const OwnerGroup& grp = p.groups[g];
-        r.bytes += grp.query.size();
-        StaleWhy blanket = StaleWhy::no_answer;
-        bool ok = false;
-        if (answers[g]) {
-            r.bytes += answers[g]->size();
-            ok = decode_answer(*answers[g], grp.links.size(), a);
-            if (!ok) blanket = StaleWhy::malformed;
-        }
-        for (size_t i = 0; i < grp.links.size(); ++i) {
-            const LinkRow& l = grp.links[i];
-            if (!ok) {
-                r.stale.push_back(StaleRow{l.key, l.owner, l.version, 0, blanket});
-                continue;
-            }
-            const HeadAnswer& h = a[i];
-            if (h.head == 0) {
-                r.stale.push_back(StaleRow{l.key, l.owner, l.version, 0, StaleWhy::unknown});
-            } else if (h.head != l.version && !h.same) {
-                r.stale.push_back(StaleRow{l.key, l.owner, l.version, h.head, StaleWhy::moved});
-            }
-        }
+        judge(grp.links.data(), grp.links.size(), grp.owner, grp.query.size(), answers[g], a, r);
     }
     r.current = r.stale.empty();
     return r;
 }
 
 CheckResult Lineage::check_local(std::string_view key, const Scope* scope) {
+    // The whole exchange on one snapshot: encode each owner's query, answer
+    // it from this store as the owner would (decode, look up, encode), then
+    // judge the decoded answers. Keys stay views into the mapped pages.
     ReadTxn t(env_);
-    PreparedCheck p = group(frontier_in(t.get(), key, scope));
-    std::vector<std::string> answers;
-    answers.reserve(p.groups.size());
-    for (const OwnerGroup& g : p.groups) answers.push_back(answer_in(t.get(), g.owner, g.query));
-    std::vector<const std::string*> ptrs;
-    for (const std::string& s : answers) ptrs.push_back(&s);
-    return finish(p, ptrs);
+    Walk w;
+    walk(t.get(), key, scope, w);
+    const size_t groups = w.owners.size();
+    std::vector<std::string> queries(groups);
+    std::vector<Ask> asks(groups);
+    for (size_t g = 0; g < groups; ++g) {
+        size_t bytes = 16;
+        for (size_t i = w.starts[g]; i < w.starts[g + 1]; ++i) bytes += w.links[i].key.size() + 12;
+        queries[g].reserve(bytes);
+        QueryEncoder enc(queries[g], w.starts[g + 1] - w.starts[g]);
+        for (size_t i = w.starts[g]; i < w.starts[g + 1]; ++i) enc.add(w.links[i].key, w.links[i].version);
+        asks[g].owner = w.owners[g];
+        asks[g].decode(queries[g]);
+    }
+    // Owners sharing this store are answered in one walk of its keys.
+    answer_in(t.get(), asks);
+    CheckResult r;
+    r.owners_asked = static_cast<uint32_t>(groups);
+    std::string answer;
+    std::vector<HeadAnswer> a;
+    for (size_t g = 0; g < groups; ++g) {
+        encode_answer(asks[g].heads, answer);
+        judge(w.links.data() + w.starts[g], w.starts[g + 1] - w.starts[g], w.owners[g], queries[g].size(), &answer,
+              a, r);
+    }
+    r.current = r.stale.empty();
+    return r;
 }
 
 }  // namespace agentsensus

@@ -147,13 +147,42 @@ private:
         MDB_dbi keys, owners, versions, values, meta;
     };
 
+    // A frontier link read in place: key (and the owner names of Walk) point
+    // into the read transaction's pages, valid while that transaction lives.
+    struct Link {
+        std::string_view key;
+        uint64_t version;
+        ValueDigest digest;
+        uint32_t owner;  // index into Walk::owners
+        bool derived;
+    };
+    // A frontier grouped by owner: owners sorted by name, links of owner i
+    // at [starts[i], starts[i + 1]), sorted by key, version, and distinct.
+    struct Walk {
+        std::vector<Link> links;
+        std::vector<std::string_view> owners;
+        std::vector<size_t> starts;
+    };
+
     std::optional<KeyRec> key_rec(MDB_txn* txn, std::string_view key);
     std::optional<uint32_t> owner_id(MDB_txn* txn, std::string_view owner);
-    std::string owner_name(MDB_txn* txn, uint32_t id);
+    std::string_view owner_name(MDB_txn* txn, uint32_t id);
     bool version_digest(MDB_txn* txn, uint32_t key, uint64_t version, ValueDigest& out);
-    std::vector<LinkRow> frontier_in(MDB_txn* txn, std::string_view key, const Scope* scope);
+    void walk(MDB_txn* txn, std::string_view key, const Scope* scope, Walk& out);
     PreparedCheck group(std::vector<LinkRow> links);
-    std::string answer_in(MDB_txn* txn, std::string_view owner, std::string_view query);
+    // One owner's decoded head query and, after answer_in, its answers.
+    // keys point into key_bytes (inline for short keys): decode in place and
+    // do not move an Ask after.
+    struct Ask {
+        std::string_view owner;
+        std::optional<uint32_t> owner_id;
+        std::vector<QueryEntry> entries;
+        std::string key_bytes;               // the keys, rebuilt
+        std::vector<std::string_view> keys;  // into key_bytes
+        std::vector<HeadAnswer> heads;
+        void decode(std::string_view query);  // throws InvalidArgument when malformed
+    };
+    void answer_in(MDB_txn* txn, std::vector<Ask>& asks);
     uint64_t apply_one(MDB_txn* txn, const LineageOp& op);
     uint32_t ensure_owner(MDB_txn* txn, std::string_view owner);
     uint64_t next_counter(MDB_txn* txn, const char* name);
