@@ -99,8 +99,9 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def run_recall(ps: list[Peer], corpus: Corpus, reps: Reps, samples: dict, accuracy: dict) -> None:
-    """Owner-scoped recall at every selectivity, scored against an exact scan."""
-    queries = datasets.vectors(reps.queries + 1, seed=1001, dim=corpus.vectors.shape[1])
+    """Owner-scoped recall at every selectivity, scored against an exact scan.
+    Queries are perturbed records (datasets.queries)."""
+    queries = datasets.queries(corpus.vectors, reps.queries + 1, seed=1001)
     users = [p for p in ps if RECALL in p.workloads]
     for label, owner in datasets.SELECTIVITY.items():
         w = f"recall_{label}"
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.makedirs(datasets.DATA, exist_ok=True)
     workdir = args.workdir or tempfile.mkdtemp(prefix="compare-", dir=datasets.DATA)
-    corpus = Corpus(datasets.vectors(n, seed=0))
+    corpus = Corpus(datasets.corpus(n, seed=0))
     ps = [peers.make(name, os.path.join(workdir, name), sync=args.sync, cache_dir=datasets.DATA) for name in names]
     samples: dict[str, dict[str, list[float]]] = {}
     accuracy: dict[str, dict[str, list[float]]] = {}

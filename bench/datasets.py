@@ -1,8 +1,13 @@
 """Benchmark stores, built once and cached on disk outside git (bench/.data/).
 
-Vectors are seeded Gaussian unit vectors at dim 384 (the MiniLM width), so a
-store of a given size is the same on every machine and every run. Owners are
-spread so that one store serves several owner selectivities at once.
+Stored records are clustered unit vectors at dim 384 (the MiniLM width):
+topics of related statements, as real embeddings are, and not isotropic noise
+where every similarity is 0.05-0.2 and no nearest neighbour means anything.
+Queries are perturbed records (a recall asks about something stored). Fresh
+deposits are plain Gaussian unit vectors, far from every record, so that no
+merge fires. Everything is seeded: a store of a given size is the same on
+every machine and every run. Owners are spread so that one store serves
+several owner selectivities at once.
 """
 
 from __future__ import annotations
@@ -27,6 +32,46 @@ def vectors(n: int, seed: int, dim: int = DIM) -> np.ndarray:
     return v
 
 
+# The clustered corpus: CLUSTERS topic centres; a record is its centre plus
+# Gaussian noise of norm about RECORD_NOISE (two records of a topic are about
+# 0.64 similar, below the 0.75 merge threshold); a query is a record plus noise
+# of norm about QUERY_NOISE (about 0.89 similar to it).
+CLUSTERS = 2_000
+RECORD_NOISE = 0.75
+QUERY_NOISE = 0.5
+CORPUS_KIND = "clustered"  # part of cached file names: stores of another corpus are not reused
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return v
+
+
+def _noise(rng: np.random.Generator, n: int, norm: float, dim: int) -> np.ndarray:
+    return rng.standard_normal((n, dim), dtype=np.float32) * np.float32(norm / np.sqrt(dim))
+
+
+def corpus(n: int, seed: int = 0, dim: int = DIM) -> np.ndarray:
+    """n clustered unit vectors (row i is record i), the same for the same
+    n, seed and dim."""
+    centres = vectors(CLUSTERS, seed=seed * 1_000_003 + 777, dim=dim)
+    out = np.empty((n, dim), dtype=np.float32)
+    chunk = 10_000
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        rng = np.random.default_rng([seed, start])
+        topic = rng.integers(0, CLUSTERS, m)
+        out[start : start + m] = _unit(centres[topic] + _noise(rng, m, RECORD_NOISE, dim))
+    return out
+
+
+def queries(records: np.ndarray, m: int, seed: int) -> np.ndarray:
+    """m queries near random records of the corpus (perturbed copies)."""
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, len(records), m)
+    return _unit(records[pick] + _noise(rng, m, QUERY_NOISE, records.shape[1]))
+
+
 def owner_of(i: int) -> str:
     """Record i's depositor: 100 agents in rotation ("a0".."a99", 1% each)."""
     return f"a{i % 100}"
@@ -43,32 +88,31 @@ def progress(label: str, done: int, total: int, t0: float) -> None:
 
 
 def build(n: int, *, seed: int = 0) -> str:
-    """The path of a closed store with n records, building it on first use.
+    """The path of a closed store of corpus(n, seed), building it on first use.
 
     Besides the 1%-each depositors, owner "all" co-owns every record and
     owner "tenth" every tenth, so recall can be measured at 1%, 10% and 100%
     selectivity on one store (ownership is added by exact-duplicate deposits,
     which merge without a judge).
     """
-    path = os.path.join(DATA, f"store-{n}-{seed}")
+    path = os.path.join(DATA, f"store-{n}-{seed}-{CORPUS_KIND}")
     if os.path.exists(os.path.join(path, "ready")):
         return path
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(DATA, exist_ok=True)
+    vs = corpus(n, seed)
     chunk = 10_000
     t0 = time.perf_counter()
     with Store(path, dim=DIM, judge=judges.never, sync=False) as s:
         for start in range(0, n, chunk):
-            vs = vectors(min(chunk, n - start), seed * 1_000_003 + start)
-            for r in range(0, len(vs), ROUND):
+            for r in range(start, min(start + chunk, n), ROUND):
                 items = []
-                for j in range(r, min(r + ROUND, len(vs))):
-                    i = start + j
+                for i in range(r, min(r + ROUND, n)):
                     text = f"record {i}"
-                    items.append((owner_of(i), [text], vs[j : j + 1]))
-                    items.append(("all", [text], vs[j : j + 1]))
+                    items.append((owner_of(i), [text], vs[i : i + 1]))
+                    items.append(("all", [text], vs[i : i + 1]))
                     if i % 10 == 0:
-                        items.append(("tenth", [text], vs[j : j + 1]))
+                        items.append(("tenth", [text], vs[i : i + 1]))
                 s.deposit_many(items)
             progress(f"building {n:,}-record store", min(start + chunk, n), n, t0)
     open(os.path.join(path, "ready"), "w").close()

@@ -2,7 +2,8 @@
 
     pytest bench/test_store_bench.py --benchmark-only
 
-The store is built once into bench/.data/ (about a minute here).
+The store (the clustered corpus of datasets.py) is built once into
+bench/.data/ (several minutes here); recall queries are perturbed records.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from agentsensus import Store, judges
 
-from datasets import DIM, build, copy_of, vectors
+from datasets import DIM, build, copy_of, corpus, queries, vectors
 
 N = 100_000
 
@@ -61,7 +62,7 @@ def test_deposit_single_statement(benchmark, writable):
 
 @pytest.mark.parametrize("owner", ["a7", "tenth", "all"], ids=["1pct", "10pct", "100pct"])
 def test_recall_k5_expand(benchmark, base, owner):
-    qs = vectors(1000, seed=97)
+    qs = queries(corpus(N), 1000, seed=97)
     n = itertools.count()
     with Store(base, readonly=True) as s:
         benchmark(lambda: s.recall(owner, qs[next(n) % 1000], k=5))

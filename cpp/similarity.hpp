@@ -10,6 +10,8 @@ enum class Metric : uint32_t { cos = 0, ip = 1, l2sq = 2 };
 
 float dot(const float* a, const float* b, size_t n);
 float l2sq(const float* a, const float* b, size_t n);
+// Integer dot product of int8 vectors (the scan copy, scan_rows.hpp).
+int32_t dot_i8(const int8_t* a, const int8_t* b, size_t n);
 
 // Similarity under the store's metric. Under cos the stored and query vectors
 // are unit length, so it is the dot product.

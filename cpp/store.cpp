@@ -71,7 +71,8 @@ bool better(const Hit& a, const Hit& b) { return a.score > b.score || (a.score =
 
 // ---------------------------------------------------------------- open/close
 
-Store::Store(const std::string& dir, const StoreOptions& o) : dir_(dir), exact_cutoff_(o.exact_cutoff) {
+Store::Store(const std::string& dir, const StoreOptions& o)
+    : dir_(dir), exact_cutoff_(o.exact_cutoff), expansion_search_(o.index.expansion_search) {
     if (o.dim > kMaxDim) throw InvalidArgument("dim must be at most " + std::to_string(kMaxDim));
     Env::Options eo;
     eo.readonly = o.readonly;
@@ -517,15 +518,18 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
     // whole graph before it has k matches (NOTES: 35x at 0.1%), so: scan the
     // owner's vectors exactly when it owns few records, else search the whole
     // graph for about kOverfetch * k / selectivity nearest and keep the
-    // owner's, widening when that leaves fewer than k. When the widened
-    // search would cost more than a scan, scan. Measured at 100k records,
-    // dim 384: one HNSW candidate costs about 11 us, one scanned vector about
-    // 0.2 us, hence kScanPerCandidate. A scan is also exact, where HNSW on
-    // unclustered data is not.
-    constexpr size_t kOverfetch = 3, kScanPerCandidate = 64;
+    // owner's, widening when that leaves fewer than k. When the (widened)
+    // search would cost more than a scan, scan. A search of w nearest keeps
+    // max(w, expansion_search) candidates and costs about kScanPerCandidate
+    // scanned vectors per candidate (measured at 100k records, dim 384: a
+    // search at width 64 about 1.3 ms, a scan through the index's int8 copy
+    // about 0.07 us a vector in id order, 0.12 us at every tenth id). A scan
+    // is also exact, where HNSW may miss.
+    constexpr size_t kOverfetch = 3, kScanPerCandidate = 200;
+    auto search_cost = [&](size_t w) { return std::max(w, expansion_search_) * kScanPerCandidate; };
     size_t wanted = total ? (kOverfetch * k * total + count - 1) / count : k;
     wanted = std::max(wanted, k);
-    bool exact = count <= exact_cutoff_ || wanted * kScanPerCandidate >= count;
+    bool exact = count <= exact_cutoff_ || search_cost(wanted) >= count;
     if (!exact) {
         // The owner's allow-set, current to the latest commit.
         sync_index();
@@ -553,7 +557,7 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
                                       [&](const Hit& h) { return !test_bit(bits, h.id) || !owns(t.get(), *agent, h.id); }),
                        hits.end());
             if (hits.size() >= want) break;
-            if (wanted >= total || wanted * kScanPerCandidate >= count) {
+            if (wanted >= total || search_cost(wanted * 4) >= count) {
                 exact = true;  // the graph does not reach enough of them: scan
                 break;
             }
@@ -561,13 +565,13 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
         if (hits.size() > k) hits.resize(k);
     }
     if (exact) {
-        hits.clear();
+        std::vector<uint64_t> ids = owned_ids(t.get(), *agent), absent;
+        hits = index_->scan(q.data(), ids.data(), ids.size(), k, absent);
+        // What the index does not hold (yet, or any more) is read from LMDB.
         std::vector<float> buf(dim_);
-        for (uint64_t id : owned_ids(t.get(), *agent)) {
-            // usearch's copy is a hash lookup away; LMDB is the fallback.
-            if (!index_->get(id, buf.data()) && !vector_of(t.get(), id, buf.data())) continue;
-            hits.push_back(Hit{id, similarity(metric_, q.data(), buf.data(), dim_)});
-        }
+        for (uint64_t id : absent)
+            if (vector_of(t.get(), id, buf.data()))
+                hits.push_back(Hit{id, similarity(metric_, q.data(), buf.data(), dim_)});
         size_t top = std::min(k, hits.size());
         std::partial_sort(hits.begin(), hits.begin() + top, hits.end(), better);
         hits.resize(top);

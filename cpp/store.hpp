@@ -214,6 +214,7 @@ private:
     uint32_t dim_ = 0;
     Metric metric_ = Metric::cos;
     size_t exact_cutoff_ = 4096;
+    size_t expansion_search_ = 64;  // usearch's search width: a search of k costs max(k, this)
     unsigned char uuid_[16] = {};
 
     // The index and everything derived from the journal, under one lock:

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -16,6 +18,7 @@
 #include "checksum.hpp"
 #include "errors.hpp"
 #include "parallel.hpp"
+#include "scan_rows.hpp"
 
 namespace agentsensus {
 
@@ -75,6 +78,9 @@ bool map_checked(const std::string& path, size_t dim, Metric metric, IndexHeader
     }
     return true;
 }
+// Scans shorter than this copy the f32 vectors one by one: the int8 copy of
+// the whole index is not worth making for them.
+constexpr size_t kCompactScan = 512;
 
 us::metric_kind_t kind_of(Metric m) {
     // cos is served as inner product over unit vectors: the same order, no
@@ -105,6 +111,11 @@ struct VectorIndex::Impl {
     IndexParams params;
     us::index_dense_t index;
     std::unique_ptr<Mapping> map;  // set while index is a view of it
+    // The scan copy; null until a long scan needs it. Changes to the index
+    // come under the store's exclusive lock, scans under its shared one, so
+    // only its making needs a lock of its own.
+    mutable std::unique_ptr<ScanRows> rows;
+    mutable std::mutex rows_mu;
 
     Impl(size_t d, Metric m, const IndexParams& p) : dim(d), metric(m), params(p) { reset(); }
 
@@ -122,6 +133,7 @@ struct VectorIndex::Impl {
         index = fresh();
         index.reserve(us::index_limits_t(1024, thread_slots()));
         map.reset();  // after the view that used it is gone
+        rows.reset();
     }
 
     us::index_dense_t fresh() const {
@@ -162,6 +174,28 @@ struct VectorIndex::Impl {
         map.reset();
     }
 
+    ScanRows& scan_rows() const {
+        std::lock_guard<std::mutex> g(rows_mu);
+        if (!rows) {
+            auto made = std::make_unique<ScanRows>(dim, metric);
+            std::vector<us::default_key_t> keys(index.size());
+            index.export_keys(keys.data(), 0, keys.size());
+            std::sort(keys.begin(), keys.end());  // rows in id order: scans read forward
+            std::vector<float> v(dim);
+            for (auto key : keys)
+                if (index.get(key, v.data()) > 0) made->put(key, v.data());
+            rows = std::move(made);
+        }
+        return *rows;
+    }
+
+    // Exact similarity of q to id's stored vector; false when absent.
+    bool exact(const float* q, uint64_t id, float* buf, float& score) const {
+        if (index.get(id, buf) == 0) return false;
+        score = similarity(metric, q, buf, dim);
+        return true;
+    }
+
     float to_score(float distance) const {
         return metric == Metric::l2sq ? -distance : 1.0f - distance;
     }
@@ -191,6 +225,7 @@ void VectorIndex::add(uint64_t id, const float* v) {
     }
     auto r = ix.add(id, v);
     check(r, "usearch add");
+    if (impl_->rows) impl_->rows->put(id, v);
 }
 
 void VectorIndex::add_many(const uint64_t* ids, const float* vs, size_t n) {
@@ -220,12 +255,15 @@ void VectorIndex::add_many(const uint64_t* ids, const float* vs, size_t n) {
         }
     });
     if (!error.empty()) throw Error("usearch add: " + error);
+    if (impl_->rows)
+        for (size_t i = 0; i < n; ++i) impl_->rows->put(ids[i], vs + i * impl_->dim);
 }
 
 void VectorIndex::remove(uint64_t id) {
     impl_->ensure_mutable();
     auto r = impl_->index.remove(id);
     check(r, "usearch remove");
+    if (impl_->rows) impl_->rows->erase(id);
 }
 
 bool VectorIndex::contains(uint64_t id) const { return impl_->index.contains(id); }
@@ -240,6 +278,66 @@ std::vector<Hit> VectorIndex::search(const float* q, size_t k) const {
     if (impl_->index.size() == 0 || k == 0) return {};
     auto r = impl_->index.search(q, k);
     return impl_->collect(r);
+}
+
+std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n, size_t k,
+                                   std::vector<uint64_t>& absent) const {
+    std::vector<Hit> out;
+    if (k == 0 || n == 0) return out;
+    std::vector<float> buf(impl_->dim);
+    auto better = [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.id < b.id); };
+    if (n < kCompactScan || impl_->index.size() < kCompactScan) {
+        out.reserve(n);
+        for (size_t i = 0; i < n; ++i) {
+            float s;
+            if (impl_->exact(q, ids[i], buf.data(), s))
+                out.push_back(Hit{ids[i], s});
+            else
+                absent.push_back(ids[i]);
+        }
+    } else {
+        // Bounds from the int8 copy; the k-th best lower bound rules out every
+        // id whose upper bound is below it, and the rest are scored exactly.
+        const ScanRows& rows = impl_->scan_rows();
+        ScanRows::Query qq = rows.quantize(q);
+        struct Bound {
+            float lo, hi;
+            uint64_t id;
+        };
+        std::vector<Bound> b;
+        b.reserve(n);
+        constexpr size_t kAhead = 8;
+        for (size_t i = 0; i < std::min(n, kAhead); ++i) rows.prefetch(ids[i]);
+        for (size_t i = 0; i < n; ++i) {
+            if (i + kAhead < n) rows.prefetch(ids[i + kAhead]);
+            Bound x{0, 0, ids[i]};
+            float s;
+            if (rows.bounds(qq, ids[i], x.lo, x.hi))
+                b.push_back(x);
+            else if (impl_->exact(q, ids[i], buf.data(), s))  // an id the copy declined
+                b.push_back(Bound{s, s, ids[i]});
+            else
+                absent.push_back(ids[i]);
+        }
+        float floor = -INFINITY;
+        if (b.size() > k) {
+            std::nth_element(b.begin(), b.begin() + (k - 1), b.end(),
+                             [](const Bound& x, const Bound& y) { return x.lo > y.lo; });
+            floor = b[k - 1].lo;
+        }
+        for (const Bound& x : b) {
+            float s;
+            if (x.hi < floor) continue;
+            if (impl_->exact(q, x.id, buf.data(), s))
+                out.push_back(Hit{x.id, s});
+            else
+                absent.push_back(x.id);
+        }
+    }
+    size_t top = std::min(k, out.size());
+    std::partial_sort(out.begin(), out.begin() + top, out.end(), better);
+    out.resize(top);
+    return out;
 }
 
 void VectorIndex::save(const std::string& path, const IndexHeader& given) const {

@@ -53,6 +53,13 @@ public:
     // Up to k nearest, best first.
     std::vector<Hit> search(const float* q, size_t k) const;
 
+    // The exact k most similar of ids (ascending), best first, with the same
+    // scores as similarity() over the stored vectors. Ids the index does not
+    // hold are skipped and appended to absent. Long scans go through a
+    // compact int8 copy (scan_rows.hpp), made on the first and kept up to date.
+    std::vector<Hit> scan(const float* q, const uint64_t* ids, size_t n, size_t k,
+                          std::vector<uint64_t>& absent) const;
+
     // Writes header + index to path atomically (temp file, fsync, rename).
     void save(const std::string& path, const IndexHeader& h) const;
     // Reads a file written by save into memory; false (and an empty index)
