@@ -51,17 +51,27 @@ def _noise(rng: np.random.Generator, n: int, norm: float, dim: int) -> np.ndarra
     return rng.standard_normal((n, dim), dtype=np.float32) * np.float32(norm / np.sqrt(dim))
 
 
+CORPUS_CHUNK = 10_000  # rows of the corpus generated from one seed
+
+
+def corpus_chunk(start: int, stop: int, seed: int = 0, dim: int = DIM) -> np.ndarray:
+    """Rows start..stop of the clustered corpus (start a multiple of
+    CORPUS_CHUNK, at most one chunk): what corpus(n)[start:stop] holds, made
+    without the rest, so a 1M corpus never has to sit in memory."""
+    assert start % CORPUS_CHUNK == 0 and 0 < stop - start <= CORPUS_CHUNK
+    centres = vectors(CLUSTERS, seed=seed * 1_000_003 + 777, dim=dim)
+    rng = np.random.default_rng([seed, start])
+    m = stop - start
+    topic = rng.integers(0, CLUSTERS, m)
+    return _unit(centres[topic] + _noise(rng, m, RECORD_NOISE, dim))
+
+
 def corpus(n: int, seed: int = 0, dim: int = DIM) -> np.ndarray:
     """n clustered unit vectors (row i is record i), the same for the same
     n, seed and dim."""
-    centres = vectors(CLUSTERS, seed=seed * 1_000_003 + 777, dim=dim)
     out = np.empty((n, dim), dtype=np.float32)
-    chunk = 10_000
-    for start in range(0, n, chunk):
-        m = min(chunk, n - start)
-        rng = np.random.default_rng([seed, start])
-        topic = rng.integers(0, CLUSTERS, m)
-        out[start : start + m] = _unit(centres[topic] + _noise(rng, m, RECORD_NOISE, dim))
+    for start in range(0, n, CORPUS_CHUNK):
+        out[start : start + CORPUS_CHUNK] = corpus_chunk(start, min(start + CORPUS_CHUNK, n), seed, dim)
     return out
 
 
@@ -70,6 +80,18 @@ def queries(records: np.ndarray, m: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     pick = rng.integers(0, len(records), m)
     return _unit(records[pick] + _noise(rng, m, QUERY_NOISE, records.shape[1]))
+
+
+def corpus_queries(n: int, m: int, seed: int, corpus_seed: int = 0) -> np.ndarray:
+    """queries(corpus(n), m, seed), generating only the chunks it picks from."""
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, n, m)
+    rows = np.empty((m, DIM), np.float32)
+    for start in np.unique(pick // CORPUS_CHUNK * CORPUS_CHUNK):
+        chunk = corpus_chunk(int(start), min(int(start) + CORPUS_CHUNK, n), corpus_seed)
+        here = (pick >= start) & (pick < start + CORPUS_CHUNK)
+        rows[here] = chunk[pick[here] - start]
+    return _unit(rows + _noise(rng, m, QUERY_NOISE, DIM))
 
 
 def owner_of(i: int) -> str:
