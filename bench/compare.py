@@ -182,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=os.path.join(HERE, "results", "compare.json"), help="JSON output path")
     ap.add_argument("--peers", default=",".join(peers.NAMES), help=f"comma-separated subset of {','.join(peers.NAMES)}")
     ap.add_argument("--sync", action="store_true", help="fsync every commit (agentsensus, glue, lmdb); default off for all")
+    ap.add_argument("--agentsensus-build", choices=["import", "deposit"], default="import",
+                    help="build the agentsensus store from the cached corpus store written through the import path "
+                         "(default) or by deposit_many")
     ap.add_argument("--workdir", default=None, help="where the stores are built (default: a temporary dir under bench/.data)")
     args = ap.parse_args(argv)
     n = args.n or (2_000 if args.quick else 100_000)
@@ -192,13 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown peers: {', '.join(sorted(unknown))}")
     names.sort(key=lambda s: s != compare_report.ENGINE)  # the engine first: its column is the reference
     info = {"machine": machine(), "versions": versions(), "command": " ".join(sys.argv), "n": n, "dim": datasets.DIM}
-    info.update({"sync": args.sync, "k": K, "reps": asdict(reps), "peers": names})
+    info.update({"sync": args.sync, "k": K, "reps": asdict(reps), "peers": names,
+                 "agentsensus_build": args.agentsensus_build})
     print(f"compare: {n:,} records, dim {datasets.DIM}, peers {', '.join(names)}", file=sys.stderr)
 
     os.makedirs(datasets.DATA, exist_ok=True)
     workdir = args.workdir or tempfile.mkdtemp(prefix="compare-", dir=datasets.DATA)
     corpus = Corpus(datasets.corpus(n, seed=0))
     ps = [peers.make(name, os.path.join(workdir, name), sync=args.sync, cache_dir=datasets.DATA) for name in names]
+    for p in ps:
+        if p.name == compare_report.ENGINE:
+            setattr(p, "build_via", args.agentsensus_build)
     samples: dict[str, dict[str, list[float]]] = {}
     accuracy: dict[str, dict[str, list[float]]] = {}
     build_s: dict[str, float] = {}

@@ -1,7 +1,11 @@
-"""agentsensus itself, through its public API only."""
+"""agentsensus itself: workloads through its public API only; the store
+built either through the import path (default: the cached corpus store of
+scale_stores.py, copied) or by deposits (``--agentsensus-build deposit``)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from typing import Optional, Sequence
 
@@ -23,11 +27,27 @@ class AgentsensusPeer(Peer):
     kind = "engine"
     workloads = frozenset(DEPOSIT_WORKLOADS + (RECALL, OPEN))
 
+    #: "import": copy the cached corpus store, written through Engine.load (the
+    #: same records, owner sets, edges and text digests deposits leave, without
+    #: their merge log); "deposit": deposit_many the corpus (about 100-700
+    #: records/s here: most of an hour at 100k on a busy machine).
+    build_via = "import"
+
     def __init__(self, path: str, *, sync: bool = False) -> None:
         super().__init__(path, sync=sync)
         self.store: Optional[Store] = None
 
     def build(self, corpus: Corpus, progress: Progress) -> None:
+        if self.build_via == "import":
+            from datasets import corpus_chunk
+            from scale_stores import corpus_store
+
+            cached = corpus_store(corpus.n)
+            # The cached store must hold this corpus (compare.py uses seed 0).
+            assert np.array_equal(corpus_chunk(0, min(corpus.n, 10_000))[:1000], corpus.vectors[:1000])
+            shutil.copytree(cached, self.path, ignore=shutil.ignore_patterns("ready"))
+            self.store = Store(self.path, judge=judges.never, sync=self.sync)
+            return
         self.store = Store(self.path, dim=corpus.vectors.shape[1], judge=judges.never, sync=self.sync)
         t0 = time.perf_counter()
         items: list[DepositItem] = []
