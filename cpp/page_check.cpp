@@ -73,7 +73,8 @@ public:
                 bad(where + " says it is page " + std::to_string(at<uint64_t>(p)));
                 continue;
             }
-            uint16_t flags = at<uint16_t>(p + 10) & 0x3f;
+            // P_SUBP (0x40) too: LMDB refuses a sub-page flag on a page.
+            uint16_t flags = at<uint16_t>(p + 10) & 0x7f;
             if (flags == kBranch) {
                 std::vector<uint64_t> kids;
                 if (!nodes(p, psize_, where, true, t, &kids)) continue;
@@ -125,8 +126,9 @@ private:
             return false;
         }
         size_t n = (lower - kHdr) / 2;
-        if (branch && n == 0) {
-            bad(where + " is an empty branch page");
+        // LMDB never writes an empty page, and refuses one (it would read node 0).
+        if (n == 0) {
+            bad(where + " is an empty page");
             return false;
         }
         for (size_t i = 0; i < n; ++i) {
@@ -172,7 +174,7 @@ private:
 
     void leaf2(const unsigned char* p, size_t size, uint32_t ksize, const std::string& where) {
         uint16_t lower = at<uint16_t>(p + 12);
-        if (lower < kHdr || (lower - kHdr) % 2 || ksize == 0 || ksize > kMaxKey ||
+        if (lower < kHdr + 2 || (lower - kHdr) % 2 || ksize == 0 || ksize > kMaxKey ||
             kHdr + (lower - kHdr) / 2 * size_t(ksize) > size)
             bad(where + " (fixed-size keys) has a damaged header");
     }
@@ -182,7 +184,8 @@ private:
         if (dsize < kHdr) return bad(sub + " is too short");
         uint16_t flags = at<uint16_t>(p + 10) & 0x7f;
         if (flags & kLeaf2) return leaf2(p, dsize, at<uint16_t>(p + 8), sub);
-        if (!(flags & kLeaf) || !(flags & kSubp)) return bad(sub + " has page type " + std::to_string(flags));
+        if ((flags & (kBranch | kLeaf | kOverflow | kSubp | 0x08)) != (kLeaf | kSubp))
+            return bad(sub + " has page type " + std::to_string(flags));
         Tree none{kInvalid, 0, 0, false, ""};
         nodes(p, dsize, sub, false, none, nullptr);
     }

@@ -1,8 +1,8 @@
 // A structural check of an LMDB data file that reads it with pread, never
-// through LMDB's memory map. LMDB trusts its pages: a damaged node offset,
-// size or page number in data.mdb makes LMDB read outside the file and the
-// process dies (SIGBUS/SIGSEGV). This walk finds such damage first, so that
-// `agentsensus check` and Store::verify report it instead of crashing.
+// through LMDB's memory map. Our LMDB patch (cmake/lmdb-validate-pages.patch)
+// refuses a damaged page when a read reaches it; this walk finds damage in
+// every page first, so that `agentsensus check` and Store::verify report all
+// of it, also in pages no read reaches. Its rules match the patch's.
 #pragma once
 #include <string>
 #include <vector>

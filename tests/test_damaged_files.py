@@ -4,7 +4,9 @@ metadata used to kill the process with SIGBUS on open."""
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -12,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from agentsensus import CorruptStoreError, Store
+from agentsensus import CorruptStoreError, Error, Store, compact
 
 from helpers import DIM, unit
 
@@ -243,3 +245,149 @@ def test_repair_survives_a_damaged_branch_key(sound):
         s.repair()
         assert s.verify() == []
         assert s.recall("a1", unit(7), k=1)[0].text.startswith("event 7 ")
+
+
+# -- damage anywhere in the tables: LMDB refuses the page, nothing crashes ------
+
+PSIZE = 4096  # LMDB 0.9 page layout: see cpp/page_check.cpp
+
+
+def _varied_store(path: str) -> None:
+    """A store with every kind of table page: leaves, branches, overflow runs
+    (long texts), sub-pages and a sub-tree of LEAF2 pages (an owner list too
+    long for a sub-page). Compacted, so every page of the file is live."""
+    rng = np.random.default_rng(5)
+    with Store(path, dim=8, sync=False) as s:
+        for r in range(25):
+            s.deposit("hoarder", [f"hoard {r} {i}" for i in range(12)], rng.standard_normal((12, 8)), round=r)
+            texts = [f"event {r} {i} " + "word " * (10 * i + r) for i in range(3)]
+            if r % 5 == 0:
+                texts.append(f"long {r} " + "x" * 6000)
+            s.deposit(f"agent{r % 3}", texts, rng.standard_normal((len(texts), 8)), round=r)
+        v = s.fence.publish("goal", "boss", "find the ghost")
+        s.fence.derive("plan", "planner", "walk at night", {"goal": v})
+    compact(path)
+
+
+def _u(b: bytes, at: int, n: int) -> int:
+    return int.from_bytes(b[at : at + n], "little")
+
+
+def _damage_cases(raw: bytes) -> list[tuple[int, bytes]]:
+    """Deterministic damage to every table page of a compacted data.mdb, as
+    (offset, new bytes): one bit flipped in the page number, type, lower and
+    upper bounds (or overflow run length); in the offset, size or child page,
+    flags and key size of some nodes and of every overflow node (sizes by a
+    high bit: a read past the file is what crashed); and 8 bytes of 0xff at
+    seeded places."""
+    rng = random.Random(11)
+    out: list[tuple[int, bytes]] = []
+
+    def flip(at: int, width: int, bit: int) -> None:
+        out.append((at, (_u(raw, at, width) ^ (1 << bit)).to_bytes(width, "little")))
+
+    for pgno in range(2, len(raw) // PSIZE):
+        base = pgno * PSIZE
+        page = raw[base : base + PSIZE]
+        if _u(page, 0, 8) != pgno:
+            continue  # the rest of an overflow run
+        flags = _u(page, 10, 2)
+        flip(base, 8, rng.randrange(20))
+        flip(base + 10, 2, rng.randrange(7))
+        flip(base + 12, 2, rng.randrange(16))
+        flip(base + 14, 2, rng.randrange(9, 16))
+        if flags in (1, 2):  # branch, leaf
+            n = (_u(page, 12, 2) - 16) // 2
+            offs = [_u(page, 16 + 2 * i, 2) for i in range(n)]
+            big = {i for i in range(n) if flags == 2 and _u(page, offs[i] + 4, 2) & 1}  # F_BIGDATA
+            for i in sorted({0, n - 1, rng.randrange(n)} | big):
+                off = offs[i]
+                flip(base + 16 + 2 * i, 2, 15)  # 32 KiB on
+                flip(base + 16 + 2 * i, 2, rng.randrange(15))
+                flip(base + off, 4, rng.randrange(16 if i in big else 12, 32))
+                flip(base + off + 4, 2, rng.randrange(16))
+                flip(base + off + 6, 2, rng.randrange(9, 16))
+                if i in big:
+                    flip(base + off + 8 + _u(page, off + 6, 2), 8, rng.randrange(8, 40))
+        for lo in (16, 16, _u(page, 14, 2) if flags in (1, 2) else 16):
+            out.append((base + rng.randrange(lo, PSIZE - 8), b"\xff" * 8))
+    return out
+
+
+def _read_damaged_copies(src: str) -> None:
+    """Child process: each damaged copy of src, opened (read-only and
+    writable in turn) and read through every public read; prints each case
+    before it runs, so that a crash names it."""
+    raw = open(os.path.join(src, "data.mdb"), "rb").read()
+    scratch = src + ".damaged"
+    shutil.copytree(src, scratch)
+    outcomes: dict[str, int] = {}
+    q = np.ones(8, np.float32)
+    for n, (at, new) in enumerate(_damage_cases(raw)):
+        shutil.copyfile(os.path.join(src, "index.usearch"), os.path.join(scratch, "index.usearch"))
+        with open(os.path.join(scratch, "data.mdb"), "wb") as f:
+            f.write(raw[:at] + new + raw[at + len(new) :])
+        was = raw[at : at + len(new)].hex()
+        print(f"case {n}: page {at // PSIZE}, byte {at % PSIZE}: {was} -> {new.hex()}", flush=True)
+        try:
+            with Store(scratch, readonly=n % 2 == 1, sync=False) as s:
+                ids = [m.id for m in s.records()]
+                for i in ids[::40]:
+                    s.get(i)
+                    s.neighbors(i)
+                for owner in ("hoarder", "agent0", "agent1", "agent2", "nobody"):
+                    s.owned(owner)
+                    s.recall(owner, q, k=3)
+                s.stats()
+                list(s.merges())
+                for key in s.fence.keys():
+                    s.fence.head(key), s.fence.value(key), s.fence.frontier(key), s.fence.check(key)
+                s.fence.verify()
+                s.verify()
+            outcome = "read"
+        except (CorruptStoreError, Error, KeyError, ValueError) as e:
+            outcome = type(e).__name__
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    print("outcomes " + json.dumps(outcomes))
+
+
+def _in_child(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path[:0] = {sys.path!r}\n{code}"],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_compact_of_a_store_with_a_long_owner_list(tmp_path):
+    """Regression: compact() crashed (SIGSEGV) once an owner list outgrew
+    its sub-page into a sub-tree of LEAF2 pages: py-lmdb's LEAF2 check in
+    mdb_page_get read the cursor's table record, which mdb_env_copy2's
+    compacting walk does not set."""
+    path = os.fspath(tmp_path / "varied")
+    r = _in_child(f"import test_damaged_files as t; t._varied_store({path!r})")
+    assert r.returncode == 0, f"the process died ({r.returncode}): {r.stderr[-500:]}"
+    raw = open(os.path.join(path, "data.mdb"), "rb").read()
+    assert any(_u(raw, p * PSIZE + 10, 2) == 0x22 for p in range(2, len(raw) // PSIZE))  # a LEAF2 page
+    with Store(path, readonly=True) as s:
+        assert s.verify() == [] and len(s.owned("hoarder")) == 300
+
+
+def test_damaged_table_pages_give_errors_not_crashes(tmp_path):
+    """Damage to any table page (leaf, branch, overflow, LEAF2; header,
+    node offsets, sizes, flags, child and overflow page numbers) used to be
+    able to crash a plain open and read with SIGBUS or SIGSEGV. LMDB now
+    checks every page it reads from its map (cmake/lmdb-validate-pages.patch):
+    each read succeeds or raises a documented error. Runs in a child process,
+    so a crash fails the test and names the damage."""
+    src = os.fspath(tmp_path / "varied")
+    code = f"import test_damaged_files as t; t._varied_store({src!r}); t._read_damaged_copies({src!r})"
+    r = _in_child(code)
+    cases = [line for line in r.stdout.splitlines() if line.startswith("case ")]
+    assert r.returncode == 0, f"the process died ({r.returncode}) at {cases[-1:]}: {r.stderr[-1000:]}"
+    outcomes = json.loads(r.stdout.splitlines()[-1].removeprefix("outcomes "))
+    assert sum(outcomes.values()) == len(cases) > 1000
+    # The damage was read: much of it refused as corrupt, the rest harmless
+    # to these reads (free space, a key's bytes) or caught as bad data.
+    quarter = len(cases) // 4
+    assert outcomes["CorruptStoreError"] > quarter and outcomes["read"] > quarter, outcomes

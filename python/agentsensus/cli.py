@@ -31,8 +31,8 @@ def _check(args: argparse.Namespace) -> int:
     from . import _core
     from .store import Store
 
-    # The file's page structure first, read without LMDB's memory map:
-    # opening a store with damaged pages could crash this process.
+    # The file's page structure first, read without LMDB's memory map: it
+    # reports damage in every page, not only in those a read reaches.
     damage = list(_core.check_pages(args.path)) if os.path.isfile(os.path.join(args.path, "data.mdb")) else []
     if damage:
         if args.json:
