@@ -33,16 +33,28 @@ inline const char* metric_str(Metric m) {
     return m == Metric::cos ? "cos" : m == Metric::ip ? "ip" : "l2sq";
 }
 
+// Texts and names were valid UTF-8 when written, so one that is not was
+// damaged on disk: CorruptStoreError, not a UnicodeDecodeError.
+inline py::str stored_str(const std::string& s) {
+    PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), nullptr);
+    if (!o) {
+        PyErr_Clear();
+        // Not quoted: the message itself must decode.
+        throw Corrupt("a stored text or name is not valid UTF-8: the store file is damaged");
+    }
+    return py::reinterpret_steal<py::str>(o);
+}
+
 inline py::tuple owners_tuple(const std::vector<std::string>& owners) {
     py::tuple t(owners.size());
-    for (size_t i = 0; i < owners.size(); ++i) t[i] = py::str(owners[i]);
+    for (size_t i = 0; i < owners.size(); ++i) t[i] = stored_str(owners[i]);
     return t;
 }
 
 inline py::tuple row_tuple(const Row& r) {
     py::object score = r.via == Via::hit ? py::object(py::float_(r.score)) : py::object(py::none());
     const char* via = r.via == Via::hit ? "hit" : r.via == Via::edge ? "edge" : "";
-    return py::make_tuple(r.id, py::str(r.text), owners_tuple(r.owners), r.round, score, via);
+    return py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round, score, via);
 }
 
 inline const float* rows_of(const F32& a, size_t n, size_t dim, const char* what) {
@@ -106,7 +118,7 @@ public:
         }
         py::dict records;
         for (const Row& row : r.records)
-            records[py::int_(row.id)] = py::make_tuple(py::str(row.text), owners_tuple(row.owners), row.round);
+            records[py::int_(row.id)] = py::make_tuple(stored_str(row.text), owners_tuple(row.owners), row.round);
         return py::make_tuple(r.seq, r.exact, r.offsets, ids, scores, records);
     }
 
@@ -181,7 +193,7 @@ public:
             py::gil_scoped_release nogil;
             r = st.get(id);
         }
-        return py::make_tuple(r.id, py::str(r.text), owners_tuple(r.owners), r.round);
+        return py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round);
     }
 
     py::dict stats() {
@@ -211,7 +223,7 @@ public:
         }
         py::list out;
         for (const MergeRow& m : rows)
-            out.append(py::make_tuple(m.seq, m.survivor, py::str(m.kept), py::str(m.discarded), py::str(m.owner),
+            out.append(py::make_tuple(m.seq, m.survivor, stored_str(m.kept), stored_str(m.discarded), stored_str(m.owner),
                                       m.round));
         return out;
     }
@@ -233,7 +245,7 @@ public:
             std::memcpy(out + i * st.dim(), r.vector.data(), st.dim() * sizeof(float));
             py::list digests;
             for (const std::string& d : r.digests) digests.append(py::bytes(d));
-            list.append(py::make_tuple(r.id, py::str(r.text), owners_tuple(r.owners), r.round, r.deposit, r.edges,
+            list.append(py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round, r.deposit, r.edges,
                                        digests));
         }
         return py::make_tuple(list, vectors);

@@ -40,7 +40,7 @@ std::optional<Scope> as_scope(const py::object& scope) {
 py::tuple result_tuple(const CheckResult& r) {
     py::list stale;
     for (const StaleRow& s : r.stale)
-        stale.append(py::make_tuple(py::str(s.key), py::str(s.owner), s.recorded, s.head, static_cast<int>(s.why)));
+        stale.append(py::make_tuple(stored_str(s.key), stored_str(s.owner), s.recorded, s.head, static_cast<int>(s.why)));
     return py::make_tuple(r.current, stale, r.owners_asked, r.bytes);
 }
 
@@ -105,7 +105,7 @@ public:
             py::gil_scoped_release nogil;
             k = lin.info(key);
         }
-        return py::make_tuple(py::str(k.owner), k.head);
+        return py::make_tuple(stored_str(k.owner), k.head);
     }
 
     py::bytes value(const std::string& key, uint64_t version) {
@@ -154,7 +154,7 @@ public:
         }
         py::list out;
         for (const LinkRow& r : rows)
-            out.append(py::make_tuple(py::str(r.key), py::str(r.owner), r.version, digest_bytes(r.digest), r.derived));
+            out.append(py::make_tuple(stored_str(r.key), stored_str(r.owner), r.version, digest_bytes(r.digest), r.derived));
         return out;
     }
 
@@ -244,8 +244,8 @@ void bind_fence_impl(py::module_& m) {
                  for (const OwnerGroup& g : p.p.groups) {
                      py::list links;
                      for (const LinkRow& r : g.links)
-                         links.append(py::make_tuple(py::str(r.key), r.version, digest_bytes(r.digest)));
-                     out.append(py::make_tuple(py::str(g.owner), py::bytes(g.query), links));
+                         links.append(py::make_tuple(stored_str(r.key), r.version, digest_bytes(r.digest)));
+                     out.append(py::make_tuple(stored_str(g.owner), py::bytes(g.query), links));
                  }
                  return out;
              })

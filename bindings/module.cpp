@@ -71,7 +71,7 @@ PYBIND11_MODULE(_core, m) {
                      rows = st.records(after, limit);
                  }
                  py::list out;
-                 for (const Row& r : rows) out.append(py::make_tuple(r.id, py::str(r.text), owners_tuple(r.owners), r.round));
+                 for (const Row& r : rows) out.append(py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round));
                  return out;
              })
         .def("verify",

@@ -25,6 +25,12 @@ struct Corrupt : Error {
     using Error::Error;
 };
 
+// LMDB refused a damaged page: the transaction that met it is unusable, so
+// code that reports damage and carries on must let this one through.
+struct DamagedPage : Corrupt {
+    using Corrupt::Corrupt;
+};
+
 // An LMDB call failed for a reason other than the ones handled internally.
 struct LmdbError : Error {
     int code;

@@ -113,6 +113,8 @@ std::vector<std::string> Store::verify() {
                         break;
                     }
             }
+        } catch (const DamagedPage&) {
+            throw;  // the transaction is unusable: report the page, not a record
         } catch (const Corrupt&) {
             bad(id_str(id) + " has a vector of the wrong size");
         }

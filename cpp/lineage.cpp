@@ -894,6 +894,8 @@ std::vector<std::string> Lineage::verify() {
                     if (parse_version(iv, ip) && ip.digest != e.digest) bad(link + " with another digest than it has");
                 }
                 if (n != pv.n) bad(at + " counts " + std::to_string(pv.n) + " inputs but holds " + std::to_string(n));
+            } catch (const DamagedPage&) {
+                throw;  // the transaction is unusable: report the page
             } catch (const Corrupt&) {
                 bad(at + " has a truncated input list");
             }

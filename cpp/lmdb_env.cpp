@@ -15,8 +15,8 @@ LmdbError::LmdbError(int rc, const std::string& what) : Error(what), code(rc) {}
 void throw_lmdb(int rc, const char* what) {
     if (rc == MDB_MAP_FULL) throw MapFull{};
     std::string msg = std::string(what) + ": " + mdb_strerror(rc);
-    if (rc == MDB_CORRUPTED || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_PAGE_NOTFOUND ||
-        rc == MDB_BAD_VALSIZE || rc == MDB_INCOMPATIBLE)
+    if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) throw DamagedPage(msg);
+    if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_BAD_VALSIZE || rc == MDB_INCOMPATIBLE)
         throw Corrupt(msg);
     throw LmdbError(rc, msg);
 }

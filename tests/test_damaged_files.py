@@ -391,3 +391,22 @@ def test_damaged_table_pages_give_errors_not_crashes(tmp_path):
     # to these reads (free space, a key's bytes) or caught as bad data.
     quarter = len(cases) // 4
     assert outcomes["CorruptStoreError"] > quarter and outcomes["read"] > quarter, outcomes
+
+
+def test_a_text_damaged_into_invalid_utf8_is_a_corrupt_store_error(sound):
+    """Texts are valid UTF-8 when written: one that is not was damaged on
+    disk, which is CorruptStoreError (not UnicodeDecodeError) on every read."""
+    data = os.path.join(sound, "data.mdb")
+    raw = bytearray(open(data, "rb").read())
+    at = raw.find(b"event 3 word")
+    assert at > 0 and raw.find(b"event 3 word", at + 1) < 0
+    raw[at + 1] = 0xFF  # "e\xffent 3 ...": no longer UTF-8, same length
+    with open(data, "wb") as f:
+        f.write(raw)
+    with Store(sound, readonly=True) as s:
+        damaged = next(i for i in s.owned("a0") if i == 4)  # the 4th deposit: record 4, owner a0
+        with pytest.raises(CorruptStoreError, match="not valid UTF-8"):
+            s.get(damaged)
+        with pytest.raises(CorruptStoreError, match="not valid UTF-8"):
+            list(s.records())
+        assert s.get(1).text.startswith("event 0 ")  # the rest reads
