@@ -39,7 +39,7 @@ void ScanRows::encode(const float* v, int8_t* out, Meta& m) const {
 
 bool ScanRows::put(uint64_t id, const float* v) {
     if (id >= row_of_.size()) {
-        if (id >= 8 * (uint64_t(live_) + kDenseSlack)) return false;
+        if (id >= 8 * (uint64_t(live_) + kDenseSlack) && id >= id_limit_) return false;
         row_of_.resize(std::max<uint64_t>(id + 1, row_of_.size() * 3 / 2), kNone);
     }
     uint32_t r = row_of_[id];

@@ -6,6 +6,7 @@
 // exactly whatever the bound cannot rule out and stay exact.
 #pragma once
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -21,6 +22,9 @@ public:
     // too far beyond the held ones to index densely (then it is not held).
     bool put(uint64_t id, const float* v);
     void erase(uint64_t id);
+    // Ids up to about n are expected (the index holds n vectors): put keeps
+    // them even while few rows are held.
+    void reserve_ids(uint64_t n) { id_limit_ = std::max(id_limit_, 2 * n); }
     size_t size() const { return live_; }
 
     // The query, quantized once per scan.
@@ -47,6 +51,7 @@ private:
     size_t dim_;
     Metric metric_;
     size_t live_ = 0;
+    uint64_t id_limit_ = 0;
     std::vector<uint32_t> row_of_;  // by id
     std::vector<int8_t> data_;      // dim_ per row
     std::vector<Meta> meta_;

@@ -14,6 +14,7 @@
 #include <usearch/index_dense.hpp>
 
 #include <mutex>
+#include <shared_mutex>
 
 #include "checksum.hpp"
 #include "errors.hpp"
@@ -111,11 +112,12 @@ struct VectorIndex::Impl {
     IndexParams params;
     us::index_dense_t index;
     std::unique_ptr<Mapping> map;  // set while index is a view of it
-    // The scan copy; null until a long scan needs it. Changes to the index
-    // come under the store's exclusive lock, scans under its shared one, so
-    // only its making needs a lock of its own.
+    // The scan copy, filled as scans meet ids it lacks (an owner's first long
+    // scan reads f32 and then encodes its rows), so that no single query
+    // pays for encoding the whole index. Scans read it under a shared lock;
+    // filling and the index's own changes take it exclusively.
     mutable std::unique_ptr<ScanRows> rows;
-    mutable std::mutex rows_mu;
+    mutable std::shared_mutex rows_mu;
 
     Impl(size_t d, Metric m, const IndexParams& p) : dim(d), metric(m), params(p) { reset(); }
 
@@ -174,19 +176,14 @@ struct VectorIndex::Impl {
         map.reset();
     }
 
-    ScanRows& scan_rows() const {
-        std::lock_guard<std::mutex> g(rows_mu);
-        if (!rows) {
-            auto made = std::make_unique<ScanRows>(dim, metric);
-            std::vector<us::default_key_t> keys(index.size());
-            index.export_keys(keys.data(), 0, keys.size());
-            std::sort(keys.begin(), keys.end());  // rows in id order: scans read forward
-            std::vector<float> v(dim);
-            for (auto key : keys)
-                if (index.get(key, v.data()) > 0) made->put(key, v.data());
-            rows = std::move(made);
-        }
-        return *rows;
+    // Encodes the rows of ids (which the copy lacks) from the index's vectors.
+    void fill_rows(const std::vector<uint64_t>& ids) const {
+        std::unique_lock<std::shared_mutex> g(rows_mu);
+        if (!rows) rows = std::make_unique<ScanRows>(dim, metric);
+        rows->reserve_ids(index.size());
+        std::vector<float> v(dim);
+        for (uint64_t id : ids)
+            if (index.get(id, v.data()) > 0) rows->put(id, v.data());
     }
 
     // Exact similarity of q to id's stored vector; false when absent.
@@ -225,6 +222,7 @@ void VectorIndex::add(uint64_t id, const float* v) {
     }
     auto r = ix.add(id, v);
     check(r, "usearch add");
+    std::unique_lock<std::shared_mutex> g(impl_->rows_mu);
     if (impl_->rows) impl_->rows->put(id, v);
 }
 
@@ -255,6 +253,7 @@ void VectorIndex::add_many(const uint64_t* ids, const float* vs, size_t n) {
         }
     });
     if (!error.empty()) throw Error("usearch add: " + error);
+    std::unique_lock<std::shared_mutex> g(impl_->rows_mu);
     if (impl_->rows)
         for (size_t i = 0; i < n; ++i) impl_->rows->put(ids[i], vs + i * impl_->dim);
 }
@@ -263,6 +262,7 @@ void VectorIndex::remove(uint64_t id) {
     impl_->ensure_mutable();
     auto r = impl_->index.remove(id);
     check(r, "usearch remove");
+    std::unique_lock<std::shared_mutex> g(impl_->rows_mu);
     if (impl_->rows) impl_->rows->erase(id);
 }
 
@@ -298,27 +298,36 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
     } else {
         // Bounds from the int8 copy; the k-th best lower bound rules out every
         // id whose upper bound is below it, and the rest are scored exactly.
-        const ScanRows& rows = impl_->scan_rows();
-        ScanRows::Query qq = rows.quantize(q);
+        // Ids the copy lacks are scored exactly now and encoded afterwards.
         struct Bound {
             float lo, hi;
             uint64_t id;
         };
         std::vector<Bound> b;
         b.reserve(n);
-        constexpr size_t kAhead = 8;
-        for (size_t i = 0; i < std::min(n, kAhead); ++i) rows.prefetch(ids[i]);
-        for (size_t i = 0; i < n; ++i) {
-            if (i + kAhead < n) rows.prefetch(ids[i + kAhead]);
-            Bound x{0, 0, ids[i]};
-            float s;
-            if (rows.bounds(qq, ids[i], x.lo, x.hi))
-                b.push_back(x);
-            else if (impl_->exact(q, ids[i], buf.data(), s))  // an id the copy declined
-                b.push_back(Bound{s, s, ids[i]});
-            else
-                absent.push_back(ids[i]);
+        std::vector<uint64_t> missing;
+        {
+            std::shared_lock<std::shared_mutex> g(impl_->rows_mu);
+            static const ScanRows none(0, Metric::ip);
+            const ScanRows& rows = impl_->rows ? *impl_->rows : none;
+            ScanRows::Query qq = impl_->rows ? rows.quantize(q) : ScanRows::Query{};
+            constexpr size_t kAhead = 8;
+            for (size_t i = 0; i < std::min(n, kAhead); ++i) rows.prefetch(ids[i]);
+            for (size_t i = 0; i < n; ++i) {
+                if (i + kAhead < n) rows.prefetch(ids[i + kAhead]);
+                Bound x{0, 0, ids[i]};
+                float s;
+                if (impl_->rows && rows.bounds(qq, ids[i], x.lo, x.hi)) {
+                    b.push_back(x);
+                } else if (impl_->exact(q, ids[i], buf.data(), s)) {
+                    b.push_back(Bound{s, s, ids[i]});
+                    missing.push_back(ids[i]);
+                } else {
+                    absent.push_back(ids[i]);
+                }
+            }
         }
+        if (!missing.empty()) impl_->fill_rows(missing);
         float floor = -INFINITY;
         if (b.size() > k) {
             std::nth_element(b.begin(), b.begin() + (k - 1), b.end(),
