@@ -78,7 +78,7 @@ struct OwnedPlan {
 class Engine {
 public:
     Engine(const std::string& path, uint32_t dim, const std::string& metric, bool metric_given, bool create,
-           bool readonly, bool sync, size_t exact_cutoff, size_t map_size) {
+           bool readonly, bool sync, size_t exact_cutoff, size_t map_size, size_t expansion_search) {
         StoreOptions o;
         o.dim = dim;
         o.metric = parse_metric(metric);
@@ -87,6 +87,7 @@ public:
         o.readonly = readonly;
         o.sync = sync;
         o.exact_cutoff = exact_cutoff;
+        o.index.expansion_search = expansion_search;
         o.map_size = map_size;
         py::gil_scoped_release nogil;
         store_ = std::make_unique<Store>(path, o);

@@ -34,9 +34,10 @@ PYBIND11_MODULE(_core, m) {
     m.attr("MAX_DIM") = kMaxDim;
 
     py::class_<Engine>(m, "Engine")
-        .def(py::init<const std::string&, uint32_t, const std::string&, bool, bool, bool, bool, size_t, size_t>(),
+        .def(py::init<const std::string&, uint32_t, const std::string&, bool, bool, bool, bool, size_t, size_t, size_t>(),
              py::arg("path"), py::arg("dim"), py::arg("metric"), py::arg("metric_given"), py::arg("create"),
-             py::arg("readonly"), py::arg("sync"), py::arg("exact_cutoff"), py::arg("map_size"))
+             py::arg("readonly"), py::arg("sync"), py::arg("exact_cutoff"), py::arg("map_size"),
+             py::arg("expansion_search") = 64)
         .def_property_readonly("dim", [](Engine& e) { return e.s().dim(); })
         .def_property_readonly("metric", [](Engine& e) { return std::string(metric_str(e.s().metric())); })
         .def_property_readonly("closed", [](Engine& e) { return !e.store_ || e.store_->closed(); })

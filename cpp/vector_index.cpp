@@ -160,6 +160,7 @@ struct VectorIndex::Impl {
             return false;
         }
         ix.change_metric(make_metric());
+        ix.change_expansion_search(params.expansion_search);  // an option of this open, not of the file
         // Loading resets thread slots and capacity to what the file held.
         ix.reserve(us::index_limits_t(std::max<size_t>(1024, ix.size() * 2), thread_slots()));
         return true;
@@ -425,6 +426,7 @@ bool VectorIndex::view(const std::string& path, IndexHeader& h, std::string& why
         return false;
     }
     ix.change_metric(impl_->make_metric());
+    ix.change_expansion_search(impl_->params.expansion_search);
     impl_->index = std::move(ix);
     impl_->map = std::move(m);
     return true;

@@ -160,3 +160,32 @@ def test_long_owner_scans_are_exact(tmp_path, metric):
         check(s, held)
     with Store(path) as s:
         check(s, held)
+
+
+def test_expansion_search_is_validated_and_a_wide_search_finds_the_exact_candidates(tmp_path):
+    path = str(tmp_path / "s")
+    for bad in (0, -1, 5000, 1.5, True, "64"):
+        with pytest.raises(ValueError, match="expansion_search"):
+            Store(path + "-bad", dim=16, expansion_search=bad)
+    rng = np.random.default_rng(0)
+    vs = rng.standard_normal((2000, 16)).astype(np.float32)
+    vs /= np.linalg.norm(vs, axis=1, keepdims=True)
+    with Store(path, dim=16) as s:
+        for i in range(0, 2000, 100):
+            s.deposit_many([(f"a{j % 7}", [f"fact {j}"], vs[j:j + 1]) for j in range(i, i + 100)])
+    seen: list[list[int]] = []
+
+    def judge(requests):
+        seen.extend([c.id for c in r.candidates] for r in requests)
+        return [None] * len(requests)
+
+    probes = rng.standard_normal((30, 16)).astype(np.float32)
+    probes /= np.linalg.norm(probes, axis=1, keepdims=True)
+    # The width is an option of the open, not of the file: a search as wide as
+    # the store is exhaustive, so the judge sees the exact 8 nearest.
+    with Store(path, expansion_search=2048, judge=judge, candidates=8, min_similarity=-1.0) as s:
+        for i, p in enumerate(probes):
+            s.deposit("prober", [f"probe {i}"], p[None])
+    # Each probe becomes record 2001 + i, a candidate for the probes after it.
+    exact = [list(np.argsort(-(np.vstack([vs, probes[:i]]) @ p), kind="stable")[:8] + 1) for i, p in enumerate(probes)]
+    assert [sorted(c) for c in seen] == [sorted(int(x) for x in e) for e in exact]

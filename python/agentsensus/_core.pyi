@@ -64,6 +64,7 @@ class Engine:
         sync: bool,
         exact_cutoff: int,
         map_size: int,
+        expansion_search: int = 64,
     ) -> None: ...
     @property
     def dim(self) -> int: ...

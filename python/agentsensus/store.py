@@ -53,9 +53,12 @@ class Store:
 
     Extra keyword arguments beyond API.md: ``merge_policy`` (``"keep_shorter"``
     (default), ``"keep_names"`` or a callable ``(existing, incoming) -> str``),
-    ``sync`` (``True``: fsync every commit), and ``exact_cutoff`` (owners with
-    at most this many records are recalled by an exact scan), and
-    ``map_size`` (the initial LMDB map in bytes; it grows by itself when full).
+    ``sync`` (``True``: fsync every commit), ``exact_cutoff`` (owners with
+    at most this many records are recalled by an exact scan), ``map_size``
+    (the initial LMDB map in bytes; it grows by itself when full), and
+    ``expansion_search`` (the HNSW search width, default 64: wider finds more
+    of the true nearest records of large stores and costs more per search;
+    docs/performance.md gives recall@5 against width at 1M records).
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class Store:
         sync: bool = True,
         exact_cutoff: int = 4096,
         map_size: int = 256 << 20,
+        expansion_search: int = 64,
     ) -> None:
         self._engine: Optional[Any] = None
         self._key: Optional[str] = None
@@ -99,6 +103,8 @@ class Store:
             raise TypeError(f"min_similarity must be a number, got {type(min_similarity).__name__}")
         if isinstance(exact_cutoff, bool) or not isinstance(exact_cutoff, int) or exact_cutoff < 0:
             raise ValueError(f"exact_cutoff must be an int >= 0, got {exact_cutoff!r}")
+        if isinstance(expansion_search, bool) or not isinstance(expansion_search, int) or not 1 <= expansion_search <= 4096:
+            raise ValueError(f"expansion_search must be an int from 1 to 4096, got {expansion_search!r}")
         if isinstance(map_size, bool) or not isinstance(map_size, int) or map_size < (1 << 16):
             raise ValueError(f"map_size must be an int of at least 65536 bytes, got {map_size!r}")
         self._policy = resolve(merge_policy)
@@ -124,6 +130,7 @@ class Store:
                     sync,
                     exact_cutoff,
                     map_size,
+                    expansion_search,
                 )
             except KeyError as e:
                 raise FileNotFoundError(str(e.args[0]) if e.args else str(e)) from None
