@@ -1,4 +1,5 @@
-"""Benchmark stores, built once and cached on disk outside git (bench/.data/).
+"""The benchmark corpus (vectors, texts, owners, queries); scale_stores.py
+builds stores of it, once, cached on disk outside git (bench/.data/).
 
 Stored records are clustered unit vectors at dim 384 (the MiniLM width):
 topics of related statements, as real embeddings are, and not isotropic noise
@@ -19,11 +20,8 @@ import time
 
 import numpy as np
 
-from agentsensus import Store, judges
-
 DIM = 384
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".data")
-ROUND = 100  # statements per deposit_many round while building
 
 
 def vectors(n: int, seed: int, dim: int = DIM) -> np.ndarray:
@@ -94,11 +92,6 @@ def corpus_queries(n: int, m: int, seed: int, corpus_seed: int = 0) -> np.ndarra
     return _unit(rows + _noise(rng, m, QUERY_NOISE, DIM))
 
 
-def owner_of(i: int) -> str:
-    """Record i's depositor: 100 agents in rotation ("a0".."a99", 1% each)."""
-    return f"a{i % 100}"
-
-
 def progress(label: str, done: int, total: int, t0: float) -> None:
     rate = done / max(time.perf_counter() - t0, 1e-9)
     eta = (total - done) / rate if rate else 0.0
@@ -107,38 +100,6 @@ def progress(label: str, done: int, total: int, t0: float) -> None:
     if done == total:
         out.write("\n")
     out.flush()
-
-
-def build(n: int, *, seed: int = 0) -> str:
-    """The path of a closed store of corpus(n, seed), building it on first use.
-
-    Besides the 1%-each depositors, owner "all" co-owns every record and
-    owner "tenth" every tenth, so recall can be measured at 1%, 10% and 100%
-    selectivity on one store (ownership is added by exact-duplicate deposits,
-    which merge without a judge).
-    """
-    path = os.path.join(DATA, f"store-{n}-{seed}-{CORPUS_KIND}")
-    if os.path.exists(os.path.join(path, "ready")):
-        return path
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(DATA, exist_ok=True)
-    vs = corpus(n, seed)
-    chunk = 10_000
-    t0 = time.perf_counter()
-    with Store(path, dim=DIM, judge=judges.never, sync=False) as s:
-        for start in range(0, n, chunk):
-            for r in range(start, min(start + chunk, n), ROUND):
-                items = []
-                for i in range(r, min(r + ROUND, n)):
-                    text = f"record {i}"
-                    items.append((owner_of(i), [text], vs[i : i + 1]))
-                    items.append(("all", [text], vs[i : i + 1]))
-                    if i % 10 == 0:
-                        items.append(("tenth", [text], vs[i : i + 1]))
-                s.deposit_many(items)
-            progress(f"building {n:,}-record store", min(start + chunk, n), n, t0)
-    open(os.path.join(path, "ready"), "w").close()
-    return path
 
 
 def copy_of(path: str, dest: str) -> str:

@@ -2,8 +2,10 @@
 
     pytest bench/test_store_bench.py --benchmark-only
 
-The store (the clustered corpus of datasets.py) is built once into
-bench/.data/ (several minutes here); recall queries are perturbed records.
+The store (the clustered corpus of datasets.py, written through the import
+path by scale_stores.py) is built once into bench/.data/ (about a minute
+here) and copied for the deposit benchmarks; recall queries are perturbed
+records.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import pytest
 
 from agentsensus import Store, judges
 
-from datasets import DIM, build, copy_of, corpus, queries, vectors
+from datasets import DIM, copy_of, corpus, queries, vectors
+from scale_stores import corpus_store
 
 N = 100_000
 
@@ -26,7 +29,7 @@ def base(request) -> str:
     # Show the build's progress bar through pytest's output capture.
     capman = request.config.pluginmanager.getplugin("capturemanager")
     with capman.global_and_fixture_disabled():
-        return build(N)
+        return corpus_store(N)
 
 
 @pytest.fixture
