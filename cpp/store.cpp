@@ -822,6 +822,21 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
     journal(txn, kDel, id, 0);
 }
 
+void Store::put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t agent, uint32_t round,
+                      std::string_view kept, std::string_view discarded) {
+    // [u64 survivor][u32 agent][u32 round][u32 kept length] kept discarded
+    std::string e;
+    append<uint64_t>(e, survivor);
+    append<uint32_t>(e, agent);
+    append<uint32_t>(e, round);
+    append<uint32_t>(e, static_cast<uint32_t>(kept.size()));
+    e.append(kept);
+    e.append(discarded);
+    Be64 mk(seq), sk(survivor);
+    put(txn, db_.merges, val(mk.b, 8), val(e), MDB_APPEND);
+    put(txn, db_.rmerges, val(sk.b, 8), val(mk.b, 8));
+}
+
 void Store::forget(const std::string& owner, uint64_t id) {
     check_open();
     env_->write([&](MDB_txn* txn) {
@@ -968,18 +983,7 @@ CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepa
                     dropped.push_back(before);
                     if (s.kept != s.text) dropped.push_back(s.text);
                 }
-                for (std::string_view disc : dropped) {
-                    std::string e;
-                    append<uint64_t>(e, id);
-                    append<uint32_t>(e, agent);
-                    append<uint32_t>(e, d.round);
-                    append<uint32_t>(e, static_cast<uint32_t>(s.kept.size()));
-                    e.append(s.kept);
-                    e.append(disc);
-                    Be64 mk(next_merge++);
-                    put(txn, db_.merges, val(mk.b, 8), val(e), MDB_APPEND);
-                    put(txn, db_.rmerges, val(k.b, 8), val(mk.b, 8));
-                }
+                for (std::string_view disc : dropped) put_merge(txn, next_merge++, id, agent, d.round, s.kept, disc);
                 if (add_owner(txn, id, agent)) journal(txn, kOwn, id, agent);
                 MDB_val cur;
                 if (!agentsensus::get(txn, db_.norms, digest, cur)) {

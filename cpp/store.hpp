@@ -205,6 +205,9 @@ private:
     bool add_owner(MDB_txn* txn, uint64_t id, uint32_t agent);
     void add_edge(MDB_txn* txn, uint64_t a, uint64_t b);
     void delete_record(MDB_txn* txn, uint64_t id);
+    // One merge-log entry at seq, indexed under its survivor.
+    void put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t agent, uint32_t round,
+                   std::string_view kept, std::string_view discarded);
     uint64_t meta_u64(MDB_txn* txn, const char* key, uint64_t dflt = 0);
     void set_meta_u64(MDB_txn* txn, const char* key, uint64_t v);
 

@@ -169,16 +169,7 @@ void Store::restore(const LoadBatch& b) {
             MDB_val sv;
             if (!agentsensus::get(txn, db_.records, val(sk.b, 8), sv))
                 throw InvalidArgument(what + " names record " + std::to_string(m.survivor) + ", which is not there");
-            std::string e;
-            append<uint64_t>(e, m.survivor);
-            append<uint32_t>(e, ensure_agent(txn, m.owner));
-            append<uint32_t>(e, m.round);
-            append<uint32_t>(e, static_cast<uint32_t>(m.kept.size()));
-            e.append(m.kept);
-            e.append(m.discarded);
-            Be64 mk(m.seq);
-            put(txn, db_.merges, val(mk.b, 8), val(e), MDB_APPEND);
-            put(txn, db_.rmerges, val(sk.b, 8), val(mk.b, 8));
+            put_merge(txn, m.seq, m.survivor, ensure_agent(txn, m.owner), m.round, m.kept, m.discarded);
         }
         if (b.counters) {
             const Counters& c = *b.counters;
