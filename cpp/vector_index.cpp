@@ -309,16 +309,15 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
         std::vector<uint64_t> missing;
         {
             std::shared_lock<std::shared_mutex> g(impl_->rows_mu);
-            static const ScanRows none(0, Metric::ip);
-            const ScanRows& rows = impl_->rows ? *impl_->rows : none;
-            ScanRows::Query qq = impl_->rows ? rows.quantize(q) : ScanRows::Query{};
+            const ScanRows* rows = impl_->rows.get();  // null until a scan has filled some
+            ScanRows::Query qq = rows ? rows->quantize(q) : ScanRows::Query{};
             constexpr size_t kAhead = 8;
-            for (size_t i = 0; i < std::min(n, kAhead); ++i) rows.prefetch(ids[i]);
+            for (size_t i = 0; rows && i < std::min(n, kAhead); ++i) rows->prefetch(ids[i]);
             for (size_t i = 0; i < n; ++i) {
-                if (i + kAhead < n) rows.prefetch(ids[i + kAhead]);
+                if (rows && i + kAhead < n) rows->prefetch(ids[i + kAhead]);
                 Bound x{0, 0, ids[i]};
                 float s;
-                if (impl_->rows && rows.bounds(qq, ids[i], x.lo, x.hi)) {
+                if (rows && rows->bounds(qq, ids[i], x.lo, x.hi)) {
                     b.push_back(x);
                 } else if (impl_->exact(q, ids[i], buf.data(), s)) {
                     b.push_back(Bound{s, s, ids[i]});
@@ -388,26 +387,6 @@ void VectorIndex::save(const std::string& path, const IndexHeader& given) const 
     }
 }
 
-bool VectorIndex::read_header(const std::string& path, IndexHeader& h) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) return false;
-    char magic[8];
-    bool ok = std::fread(magic, 1, 8, f) == 8 && std::memcmp(magic, kMagic, 8) == 0 &&
-              std::fread(&h, sizeof h, 1, f) == 1;
-    std::fclose(f);
-    return ok;
-}
-
-bool VectorIndex::load(const std::string& path, IndexHeader& h, std::string& why) {
-    impl_->reset();
-    Mapping m;
-    if (!map_checked(path, impl_->dim, impl_->metric, h, m, why)) return false;
-    us::index_dense_t ix = impl_->fresh();
-    if (!impl_->load_into(ix, m, why)) return false;
-    impl_->index = std::move(ix);
-    return true;
-}
-
 bool VectorIndex::view(const std::string& path, IndexHeader& h, std::string& why) {
     impl_->reset();
     auto m = std::make_unique<Mapping>();
@@ -432,6 +411,5 @@ bool VectorIndex::view(const std::string& path, IndexHeader& h, std::string& why
     return true;
 }
 
-bool VectorIndex::mapped() const { return impl_->map != nullptr; }
 
 }  // namespace agentsensus

@@ -62,17 +62,13 @@ public:
 
     // Writes header + index to path atomically (temp file, fsync, rename).
     void save(const std::string& path, const IndexHeader& h) const;
-    // Reads a file written by save into memory; false (and an empty index)
-    // when the file is absent, damaged, or of another shape. why says which.
-    bool load(const std::string& path, IndexHeader& h, std::string& why);
-    // The same checks, but maps the file instead of reading it: the index
-    // serves searches from the page cache (shared with every process that
-    // maps it) and opens in the time of one checksum pass. The first change
-    // (add, remove) loads it into memory from the mapping first.
+    // Maps a file written by save (checked: magic, header, size, checksum);
+    // false (and an empty index) when the file is absent, damaged, or of
+    // another shape, why says which. The index serves searches from the page
+    // cache (shared with every process that maps it) and opens in the time of
+    // one checksum pass; the first change (add, remove) loads it into memory
+    // from the mapping.
     bool view(const std::string& path, IndexHeader& h, std::string& why);
-    bool mapped() const;
-    // Peeks at the header only.
-    static bool read_header(const std::string& path, IndexHeader& h);
 
 private:
     struct Impl;

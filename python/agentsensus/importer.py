@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 import numpy as np
 
 from .errors import Error
+from .export import _KINDS as _KIND_NAMES
 from .export import FORMAT
 from .fence import value_digest
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Imported", "import_jsonl"]
 
-_KINDS = {"publish": 0, "derive": 1, "observe": 2}
+_KINDS = {name: i for i, name in enumerate(_KIND_NAMES)}  # as export writes them
 _LINEAGE_BATCH = 1024
 
 
