@@ -58,7 +58,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _compact(args: argparse.Namespace) -> int:
-    from .compact import compact
+    from .io.compact import compact
 
     r = compact(args.path)
     if args.json:
@@ -133,7 +133,7 @@ def _recall(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .export import export_jsonl
+    from .io.export import export_jsonl
     from .store import Store
 
     with Store(args.path, create=False, readonly=True) as s:
@@ -149,7 +149,7 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     import time
 
-    from .importer import import_jsonl
+    from .io.importer import import_jsonl
 
     last = [0.0]
 

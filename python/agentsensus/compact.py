@@ -1,47 +1,7 @@
-"""``compact(path)``: rewrite a closed store's file without its free pages.
-
-LMDB never overwrites a page that a reader might still see: a deleted record's
-text stays in a free page of ``data.mdb`` until that page is reused. Compacting
-copies only the live pages (LMDB's ``MDB_CP_COMPACT``) and atomically swaps
-the copy in, so what ``forget`` deleted leaves the file. See
-docs/reliability.md.
-"""
+"""Moved to :mod:`agentsensus.io.compact`; this path re-exports it."""
 
 from __future__ import annotations
 
-import os
-from typing import NamedTuple, Union
-
-from . import _core
-from .errors import Error
+from .io.compact import Compacted, compact
 
 __all__ = ["compact", "Compacted"]
-
-
-class Compacted(NamedTuple):
-    """Sizes of ``data.mdb`` in bytes before and after compaction."""
-
-    before: int
-    after: int
-
-
-def compact(path: Union[str, "os.PathLike[str]"]) -> Compacted:
-    """Rewrites the store at ``path`` with only its live pages.
-
-    Needs exclusive use: raises :class:`agentsensus.Error` if the store is
-    open in this process or another one (processes that try to open it while
-    it runs wait for it). Records, the journal and the store's identity are
-    unchanged, so the saved index file stays valid. A crash leaves either the
-    old file or the new one, whole."""
-    from .store import _open_lock, _open_paths
-
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-    p = os.fspath(path)
-    if not os.path.isfile(os.path.join(p, "data.mdb")):
-        raise FileNotFoundError(f"no store at {p}")
-    with _open_lock:
-        if os.path.realpath(p) in _open_paths:
-            raise Error(f"the store at {p} is open in this process: close it before compacting")
-        before, after = _core.compact(p)
-    return Compacted(int(before), int(after))

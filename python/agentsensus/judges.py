@@ -14,10 +14,13 @@ provisional ids; answer with them like any other id.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from .normalize import normalize_text
 from .records import Memory
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .llm.judge import llm
 
 __all__ = ["JudgeRequest", "Judge", "exact", "threshold", "never", "llm"]
 
@@ -69,5 +72,11 @@ def threshold(min_similarity: float) -> Callable[[list[JudgeRequest]], list[Opti
     return judge
 
 
-# At the end: llm_judge imports JudgeRequest from this module.
-from .llm_judge import llm  # noqa: E402
+def __getattr__(name: str) -> Any:
+    # ``llm`` lives in agentsensus.llm.judge, which imports JudgeRequest from
+    # here: resolving it on first use keeps the import graph acyclic.
+    if name == "llm":
+        from .llm.judge import llm
+
+        return llm
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ from .records import Deposit, Memory, Merge, Stats
 from .validation import check_k, check_owner, check_query, check_round, check_statements, check_vectors
 
 if TYPE_CHECKING:
-    from .fence import Fence
+    from .planfence.fence import Fence
 
 __all__ = ["Store"]
 
@@ -186,7 +186,7 @@ class Store:
         (see :class:`agentsensus.fence.Fence`)."""
         self._e()
         if "_fence" not in self.__dict__:
-            from .fence import Fence
+            from .planfence.fence import Fence
 
             self.__dict__["_fence"] = Fence(self, self.__dict__["_lineage"])
         return self.__dict__["_fence"]  # type: ignore[no-any-return]

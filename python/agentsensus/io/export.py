@@ -1,0 +1,123 @@
+"""A store as JSON Lines: what ``agentsensus export PATH`` writes and
+``agentsensus import`` reads back into the same store.
+
+One JSON object per line, each with a ``"type"``, in this order:
+
+- ``store``: ``format``, ``version`` (of agentsensus), ``dim``, ``metric``,
+  ``stats``, ``counters`` (``next_id``, ``next_merge``, ``deposits``: where
+  the store's numbering goes on) and ``agents`` (every owner name the store
+  has seen, in the order it first saw them);
+- ``record``: ``id``, ``text``, ``owners`` (sorted), ``round``, ``deposit``
+  (the number of the deposit that created it), ``edges`` (the affiliation
+  neighbours, ascending), ``digests`` (hex digests of the normalized texts
+  that exact-duplicate detection maps to it) and ``vector`` (the stored
+  float32 vector, little-endian, base64), one per record in id order;
+- ``merge``: ``seq``, ``survivor``, ``kept``, ``discarded``, ``owner``,
+  ``round``, the merge log oldest first;
+- ``key``: a Planfence key with its ``owner``, ``head``, every ``versions``
+  entry the lineage holds (``version``, ``kind``: publish, derive or
+  observe, ``digest`` in hex, ``value_b64``: the value in base64, and for a
+  derived version its ``inputs`` as ``[key, version]`` pairs) and, for
+  readers, the ``frontier`` of its head (``key``, ``owner``, ``version``,
+  ``digest`` in hex), one per key in key order.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Iterator, TextIO
+
+import numpy as np
+
+from .._version import __version__
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["FORMAT", "Exported", "export_rows", "export_jsonl"]
+
+#: The version of the line format above. Format 1 (no vectors, digests or
+#: version inputs) could not be imported.
+FORMAT = 2
+
+_KINDS = ("publish", "derive", "observe")
+_PAGE = 1024
+
+
+@dataclass(frozen=True)
+class Exported:
+    """How many lines of each type an export wrote."""
+
+    records: int = 0
+    merges: int = 0
+    keys: int = 0
+
+
+def _key_row(store: "Store", key: str) -> dict[str, Any]:
+    fence = store.fence
+    versions = [
+        {"version": int(v), "kind": _KINDS[kind], "digest": digest.hex(),
+         "value_b64": base64.b64encode(value).decode("ascii"),
+         **({"inputs": [[k, int(iv)] for k, iv in inputs]} if kind == 1 else {})}
+        for v, kind, digest, value, inputs in store.__dict__["_lineage"].versions(key)
+    ]
+    frontier = [
+        {"key": link.key, "owner": link.owner, "version": link.version, "digest": link.digest.hex()}
+        for link in fence.frontier(key)
+    ]
+    return {"type": "key", "key": key, "owner": fence.owner(key), "head": fence.head(key), "versions": versions,
+            "frontier": frontier}
+
+
+def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
+    engine = store._e()
+    after = 0
+    while True:
+        rows, vectors = engine.dump(after, _PAGE)
+        if not rows:
+            return
+        for (rid, text, owners, rnd, deposit, edges, digests), vec in zip(rows, vectors):
+            yield {"type": "record", "id": rid, "text": text, "owners": sorted(owners), "round": rnd,
+                   "deposit": deposit, "edges": list(edges), "digests": [d.hex() for d in digests],
+                   "vector": base64.b64encode(np.ascontiguousarray(vec, dtype="<f4").tobytes()).decode("ascii")}
+        after = rows[-1][0]
+
+
+def _merge_rows(store: "Store") -> Iterator[dict[str, Any]]:
+    engine = store._e()
+    after = 0
+    while True:
+        page = engine.merges(after, _PAGE)
+        if not page:
+            return
+        for seq, survivor, kept, discarded, owner, rnd in page:
+            yield {"type": "merge", "seq": seq, "survivor": survivor, "kept": kept, "discarded": discarded,
+                   "owner": owner, "round": rnd}
+        after = page[-1][0]
+
+
+def export_rows(store: "Store") -> Iterator[dict[str, Any]]:
+    """The export of ``store`` as dicts, one per line, in the order above."""
+    engine = store._e()
+    next_id, next_merge, deposits = engine.counters()
+    yield {"type": "store", "format": FORMAT, "version": __version__, "dim": store.dim, "metric": store.metric,
+           "stats": asdict(store.stats()),
+           "counters": {"next_id": next_id, "next_merge": next_merge, "deposits": deposits},
+           "agents": list(engine.agents())}
+    yield from _record_rows(store)
+    yield from _merge_rows(store)
+    for key in store.fence.keys():
+        yield _key_row(store, key)
+
+
+def export_jsonl(store: "Store", out: TextIO) -> Exported:
+    """Writes the export of ``store`` to ``out`` as JSON Lines (UTF-8 text,
+    not ASCII-escaped, so texts read as written); returns the counts."""
+    counts = {"record": 0, "merge": 0, "key": 0}
+    for row in export_rows(store):
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if row["type"] in counts:
+            counts[row["type"]] += 1
+    return Exported(counts["record"], counts["merge"], counts["key"])

@@ -1,0 +1,336 @@
+"""``agentsensus import``: a JSON Lines export (see :mod:`agentsensus.export`)
+read back into a new store that is the same store: the same record ids,
+texts, owners, rounds, vectors, edges, text digests, merge log, counters and
+Planfence lineage.
+
+The store is built in a temporary directory beside the target and renamed
+into place only when everything loaded and the result verified clean with
+the export's own stats, so a bad line, a crash or Ctrl-C leaves no store at
+the target.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
+
+import numpy as np
+
+from ..errors import Error
+from .export import _KINDS as _KIND_NAMES
+from .export import FORMAT
+from ..planfence.fence import value_digest
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["Imported", "import_jsonl"]
+
+_KINDS = {name: i for i, name in enumerate(_KIND_NAMES)}  # as export writes them
+_LINEAGE_BATCH = 1024
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import wrote."""
+
+    records: int = 0
+    merges: int = 0
+    keys: int = 0
+    versions: int = 0
+
+
+class _Bad(ValueError):
+    pass
+
+
+def _get(row: dict[str, Any], name: str, kind: Union[type, tuple[type, ...]]) -> Any:
+    if name not in row:
+        raise _Bad(f"has no {name!r}")
+    v = row[name]
+    if isinstance(v, bool) and kind is not bool or not isinstance(v, kind):
+        raise _Bad(f"{name!r} is {type(v).__name__}, not the expected type")
+    return v
+
+
+def _uint(row: dict[str, Any], name: str) -> int:
+    v: int = _get(row, name, int)
+    if v < 0:
+        raise _Bad(f"{name!r} is negative")
+    return v
+
+
+def _b64(row: dict[str, Any], name: str) -> bytes:
+    try:
+        return base64.b64decode(_get(row, name, str), validate=True)
+    except binascii.Error as e:
+        raise _Bad(f"{name!r} is not base64: {e}") from None
+
+
+def _hex(v: Any, what: str) -> bytes:
+    if not isinstance(v, str):
+        raise _Bad(f"{what} is not a hex string")
+    try:
+        return bytes.fromhex(v)
+    except ValueError:
+        raise _Bad(f"{what} is not hex") from None
+
+
+class _Loader:
+    """Streams the lines into an open store, one engine batch at a time."""
+
+    def __init__(self, store: "Store", header: dict[str, Any], batch: int,
+                 progress: Optional[Callable[[int, int], None]]) -> None:
+        self.store, self.engine, self.lineage = store, store._e(), store.__dict__["_lineage"]
+        self.dim = store.dim
+        self.batch = batch
+        self.progress = progress
+        self.total = int(header["stats"].get("records", 0)) if isinstance(header.get("stats"), dict) else 0
+        agents = header.get("agents", [])
+        if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+            raise _Bad("'agents' must be a list of owner names")
+        self.agents: list[str] = agents
+        counters = _get(header, "counters", dict)
+        self.counters = (_uint(counters, "next_id"), _uint(counters, "next_merge"), _uint(counters, "deposits"))
+        self.rows: list[tuple[Any, ...]] = []
+        self.vectors: list[np.ndarray] = []
+        self.merges: list[tuple[Any, ...]] = []
+        self.pending_edges: set[tuple[int, int]] = set()  # (lower, higher) listed by lower, not yet by higher
+        self.keys: dict[str, tuple[str, int, list[dict[str, Any]]]] = {}
+        self.counts = {"record": 0, "merge": 0}
+        self.first_line: Optional[int] = None  # of the lines in the unflushed batch
+        self.line = 1
+        self.last_id = self.last_seq = 0
+
+    def _flush(self) -> None:
+        if not self.rows and not self.merges:
+            return
+        vectors = np.stack(self.vectors) if self.vectors else np.zeros((0, self.dim), np.float32)
+        try:
+            self.engine.load(self.agents, self.rows, vectors, self.merges, None)
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"lines {self.first_line}-{self.line}: {e}") from None
+        self.agents = []
+        self.first_line = None
+        self.counts["record"] += len(self.rows)
+        self.counts["merge"] += len(self.merges)
+        self.rows, self.vectors, self.merges = [], [], []
+        if self.progress:
+            self.progress(self.counts["record"], self.total)
+
+    def record(self, row: dict[str, Any]) -> None:
+        rid = _uint(row, "id")
+        if rid <= self.last_id:
+            raise _Bad(f"record {rid} comes after record {self.last_id}: ids must ascend")
+        self.last_id = rid
+        owners = _get(row, "owners", list)
+        edges = _get(row, "edges", list)
+        digests = [_hex(d, "a digest") for d in _get(row, "digests", list)]
+        if not all(isinstance(o, str) for o in owners):
+            raise _Bad("'owners' must be a list of names")
+        if not all(isinstance(e, int) and not isinstance(e, bool) and e > 0 for e in edges):
+            raise _Bad("'edges' must be a list of record ids")
+        raw = _b64(row, "vector")
+        if len(raw) != 4 * self.dim:
+            raise _Bad(f"'vector' holds {len(raw)} bytes, not {4 * self.dim} (dim {self.dim}, float32)")
+        for e in edges:
+            if e > rid:
+                self.pending_edges.add((rid, e))
+            elif (e, rid) in self.pending_edges:
+                self.pending_edges.remove((e, rid))
+            else:
+                raise _Bad(f"record {rid} lists an edge to record {e}, which does not list it back")
+        self.rows.append((rid, _get(row, "text", str), owners, _uint(row, "round"), _uint(row, "deposit"), edges,
+                          digests))
+        self.vectors.append(np.frombuffer(raw, dtype="<f4").astype(np.float32))
+        if len(self.rows) >= self.batch:
+            self._flush()
+
+    def merge(self, row: dict[str, Any]) -> None:
+        seq = _uint(row, "seq")
+        if seq <= self.last_seq:
+            raise _Bad(f"merge {seq} comes after merge {self.last_seq}: seqs must ascend")
+        self.last_seq = seq
+        self.merges.append((seq, _uint(row, "survivor"), _get(row, "kept", str),
+                            _get(row, "discarded", str), _get(row, "owner", str), _uint(row, "round")))
+        if len(self.merges) >= self.batch:
+            self._flush()
+
+    def key(self, row: dict[str, Any]) -> None:
+        key = _get(row, "key", str)
+        if key in self.keys:
+            raise _Bad(f"key {key!r} appears twice")
+        versions = _get(row, "versions", list)
+        if not all(isinstance(v, dict) for v in versions):
+            raise _Bad("'versions' must be a list of objects")
+        self.keys[key] = (_get(row, "owner", str), _uint(row, "head"), versions)
+
+    def _lineage_ops(self) -> list[tuple[Any, ...]]:
+        """Every version as a restore op, inputs before the versions derived
+        from them (Kahn's order over the input links)."""
+        ops: dict[tuple[str, int], tuple[Any, ...]] = {}
+        waits: dict[tuple[str, int], int] = {}
+        dependents: dict[tuple[str, int], list[tuple[str, int]]] = {}
+        for key, (owner, _head, versions) in self.keys.items():
+            for v in versions:
+                version = _uint(v, "version")
+                kind = _get(v, "kind", str)
+                if kind not in _KINDS:
+                    raise _Bad(f"key {key!r} version {version}: kind {kind!r} is not publish, derive or observe")
+                value = _b64(v, "value_b64")
+                digest = _hex(_get(v, "digest", str), "a digest")
+                if digest != value_digest(value):
+                    raise _Bad(f"key {key!r} version {version}: the digest does not match the value")
+                inputs = []
+                for pair in v.get("inputs", []) if kind == "derive" else []:
+                    if (not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str)
+                            or not isinstance(pair[1], int) or isinstance(pair[1], bool)):
+                        raise _Bad(f"key {key!r} version {version}: an input must be [key, version]")
+                    inputs.append((pair[0], pair[1]))
+                node = (key, version)
+                if node in ops:
+                    raise _Bad(f"key {key!r} has version {version} twice")
+                ops[node] = (_KINDS[kind], key, owner, digest, value, version, inputs, True)
+                waits[node] = len(inputs)
+                for dep in inputs:
+                    dependents.setdefault(dep, []).append(node)
+        for dep in dependents:
+            if dep not in ops:
+                raise _Bad(f"an input names version {dep[1]} of {dep[0]!r}, which the export does not hold")
+        ready = [n for n, w in waits.items() if w == 0]
+        order: list[tuple[Any, ...]] = []
+        while ready:
+            node = ready.pop()
+            order.append(ops[node])
+            for d in dependents.get(node, []):
+                waits[d] -= 1
+                if waits[d] == 0:
+                    ready.append(d)
+        if len(order) != len(ops):
+            raise _Bad("the lineage's input links form a cycle")
+        return order
+
+    def finish(self) -> Imported:
+        self._flush()
+        if self.pending_edges:
+            lo, hi = min(self.pending_edges)
+            raise _Bad(f"record {lo} lists an edge to record {hi}, which is not in the export or does not list it back")
+        try:
+            self.engine.load(self.agents, [], np.zeros((0, self.dim), np.float32), [], self.counters)
+        except (ValueError, KeyError) as e:
+            raise _Bad(f"in the store line's counters: {e}") from None
+        order = self._lineage_ops()
+        for i in range(0, len(order), _LINEAGE_BATCH):
+            try:
+                self.lineage.apply(order[i:i + _LINEAGE_BATCH], True)
+            except (ValueError, KeyError, Error) as e:
+                raise _Bad(f"in the lineage: {e}") from None
+        for key, (owner, head, _versions) in self.keys.items():
+            got = tuple(self.lineage.info(key))
+            if got != (owner, head):
+                raise _Bad(f"key {key!r}: owner and head are {got} after import, the export says {(owner, head)}")
+        return Imported(self.counts["record"], self.counts["merge"], len(self.keys), len(order))
+
+
+def _parse(n: int, line: str) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"line {n}: not JSON: {e}") from None
+    if not isinstance(row, dict) or not isinstance(row.get("type"), str):
+        raise ValueError(f"line {n}: not an object with a \"type\"")
+    return row
+
+
+def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callable[[int, int], None]]) -> Imported:
+    from ..store import Store
+
+    it = iter(enumerate(lines, 1))
+    first = next(it, None)
+    if first is None:
+        raise ValueError("the export is empty (line 1 must be the \"store\" line)")
+    header = _parse(*first)
+    if header["type"] != "store":
+        raise ValueError("line 1: the first line must be the \"store\" line")
+    fmt = header.get("format")
+    if fmt != FORMAT:
+        raise ValueError(f"line 1: export format {fmt!r}; this version imports format {FORMAT} "
+                         f"(format 1 has no vectors: export the store again with this version)")
+    try:
+        dim, metric = _uint(header, "dim"), _get(header, "metric", str)
+        with Store(tmp, dim=dim, metric=metric, judge=None) as store:
+            loader = _Loader(store, header, batch, progress)
+            phase = 0  # records, then merges, then keys
+            for n, line in it:
+                if not line.strip():
+                    continue
+                loader.line = n
+                row = _parse(n, line)
+                kind = ("record", "merge", "key").index(row["type"]) if row["type"] in ("record", "merge", "key") else -1
+                if kind < 0:
+                    raise ValueError(f"line {n}: unknown type {row['type']!r}")
+                if kind < phase:
+                    raise ValueError(f"line {n}: a {row['type']} line after the {('record', 'merge', 'key')[phase]} lines")
+                if kind < 2 and loader.first_line is None:
+                    loader.first_line = n
+                phase = kind
+                try:
+                    (loader.record, loader.merge, loader.key)[kind](row)
+                except _Bad as e:
+                    raise ValueError(f"line {n}: {e}") from None
+            try:
+                result = loader.finish()
+            except _Bad as e:
+                raise ValueError(str(e)) from None
+        # Reopened from disk: what a user will open must verify clean and say
+        # what the export said.
+        with Store(tmp, create=False) as store:
+            problems = store.verify()
+            if problems:
+                raise ValueError("the imported store does not verify: " + "; ".join(problems[:5]))
+            want = header.get("stats")
+            got = asdict(store.stats())
+            if isinstance(want, dict) and want != got:
+                raise ValueError(f"the imported store's stats {got} differ from the export's {want}")
+        return result
+    except _Bad as e:
+        raise ValueError(f"line 1: {e}") from None
+
+
+def import_jsonl(lines: Iterable[str], path: Union[str, "os.PathLike[str]"], *, batch: int = 4096,
+                 progress: Optional[Callable[[int, int], None]] = None) -> Imported:
+    """Builds a new store at ``path`` from the lines of an export (a text
+    file or any iterable of lines) and returns the counts.
+
+    ``path`` must not exist, or be an empty directory. ``batch`` records go
+    into one write transaction; ``progress(records_done, records_total)`` is
+    called after each. A malformed line raises ``ValueError`` naming it, and
+    nothing is left at ``path``.
+    """
+    target = os.fspath(path)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a positive int, got {batch!r}")
+    if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
+        raise FileExistsError(f"{target} exists and is not empty: import writes a new store")
+    parent = os.path.dirname(os.path.abspath(target))
+    tmp = tempfile.mkdtemp(prefix=os.path.basename(os.path.abspath(target)) + ".importing-", dir=parent)
+    try:
+        result = _load(lines, tmp, batch, progress)
+        if os.path.isdir(target):
+            os.rmdir(target)
+        os.rename(tmp, target)
+        fd = os.open(parent, os.O_RDONLY)  # the rename itself survives a crash
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return result
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,0 +1,437 @@
+"""Planfence: derivation currency for plans (API.md, "Planfence").
+
+A plan stores exact links to the versions of the inputs it was derived from.
+Before a protected action, :meth:`Fence.check` walks those links to the
+action's dependency frontier, asks each input's owner once for its current
+heads, and reports what moved; :meth:`Fence.guard` lets the application
+replan once before it blocks with :class:`StalePlanError`.
+
+The lineage lives in the store's LMDB environment (C++ engine); owners may
+live in other processes, reached through a ``heads`` source such as
+:class:`agentsensus.heads_transport.HeadsClient`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+
+from .. import _core
+from ..errors import Error
+from ..validation import check_owner, check_text
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["Fence", "Link", "Stale", "Check", "StalePlanError", "UnknownKeyError", "value_digest"]
+
+Value = Union[bytes, str]
+#: ``heads(owner, keys)``: each key's current head version, or ``(version,
+#: digest)`` to allow the early cutoff. A key left out is unknown (blocks).
+HeadsFn = Callable[[str, list[str]], Mapping[str, Any]]
+
+MAX_KEY_BYTES: int = _core.MAX_KEY_BYTES
+MAX_VALUE_BYTES: int = _core.MAX_VALUE_BYTES
+MAX_INPUTS: int = _core.MAX_INPUTS
+
+_PUBLISH, _DERIVE, _OBSERVE = 0, 1, 2
+# One owner's head query: (owner, encoded query, links as (key, version, digest)).
+_Group = tuple[str, bytes, list[tuple[str, int, bytes]]]
+# StaleWhy in cpp/lineage.hpp
+_MOVED, _UNKNOWN, _NO_ANSWER, _MALFORMED = 0, 1, 2, 3
+
+
+class StalePlanError(Error):
+    """A protected action was blocked: the plan is stale even after one
+    replan (or the replan failed). ``.check`` says why."""
+
+    def __init__(self, message: str, check: "Check") -> None:
+        super().__init__(message)
+        self.check = check
+
+
+class UnknownKeyError(KeyError, ValueError):
+    """A key or version that the lineage does not have. Both a ``KeyError``
+    (a lookup that failed) and a ``ValueError`` (bad input to a write)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; this reads better
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class Link:
+    """One recorded link: the exact ``version`` of ``key`` (owned by
+    ``owner``) that a derived item used. ``digest`` is that version's content
+    digest."""
+
+    key: str
+    owner: str
+    version: int
+    digest: bytes = field(default=b"", repr=False)
+
+
+@dataclass(frozen=True)
+class Stale:
+    """A link that is not current: its key moved to ``head`` (``None`` when
+    the owner gave no head), with the reason in plain words."""
+
+    key: str
+    owner: str
+    recorded: int
+    head: Optional[int]
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of a check. ``bytes`` is the size of the encoded head
+    queries and answers (payloads only, without transport framing)."""
+
+    current: bool
+    stale: list[Stale]
+    owners_asked: int
+    bytes: int
+
+
+def value_digest(value: bytes) -> bytes:
+    """The 16-byte content digest a version keeps (BLAKE2b-128)."""
+    return hashlib.blake2b(value, digest_size=16).digest()
+
+
+def check_key(key: Any, name: str = "key") -> str:
+    """A lineage key: a non-empty str of at most MAX_KEY_BYTES UTF-8 bytes."""
+    return check_text(key, name, MAX_KEY_BYTES, f"{name} must be a non-empty string, got {key!r}")
+
+
+def _check_value(value: Any) -> bytes:
+    if isinstance(value, str):
+        try:
+            data = value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"value is not valid Unicode text: {e}") from None
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+    else:
+        raise TypeError(f"value must be bytes or str, got {type(value).__name__}")
+    if len(data) > MAX_VALUE_BYTES:
+        raise ValueError(f"value is {len(data)} bytes; the limit is {MAX_VALUE_BYTES}")
+    return data
+
+
+def _check_version(v: Any, name: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    if v < 1:
+        raise ValueError(f"{name} must be at least 1 (versions start at 1), got {v}")
+    return int(v)
+
+
+def _check_inputs(inputs: Any) -> list[tuple[str, int]]:
+    if not isinstance(inputs, Mapping):
+        raise TypeError(f"inputs must be a mapping of key -> version, got {type(inputs).__name__}")
+    if not inputs:
+        raise ValueError("inputs is empty: a derived item needs at least one input")
+    if len(inputs) > MAX_INPUTS:
+        raise ValueError(f"inputs has {len(inputs)} entries; the limit is {MAX_INPUTS}")
+    return [(check_key(k, f"inputs key {k!r}"), _check_version(v, f"inputs[{k!r}]")) for k, v in inputs.items()]
+
+
+def _check_scope(scope: Any) -> Optional[list[str]]:
+    if scope is None:
+        return None
+    if isinstance(scope, (str, bytes)):
+        raise TypeError("scope must be an iterable of keys, not a single str")
+    try:
+        keys = list(scope)
+    except TypeError:
+        raise TypeError(f"scope must be an iterable of keys, got {type(scope).__name__}") from None
+    return [check_key(k, "a scope key") for k in keys]
+
+
+def _core_call(fn: Callable[..., Any], *args: Any) -> Any:
+    """Engine lookups raise KeyError; here they become UnknownKeyError."""
+    try:
+        return fn(*args)
+    except KeyError as e:
+        raise UnknownKeyError(str(e.args[0]) if e.args else str(e)) from None
+
+
+def _stale_reason(key: str, owner: str, recorded: int, head: int, why: int, owner_error: Optional[str]) -> str:
+    if why == _MOVED:
+        return f"{key!r} moved from version {recorded} to {head} at owner {owner!r}"
+    if why == _UNKNOWN:
+        return f"owner {owner!r} does not know {key!r}"
+    if why == _MALFORMED:
+        return f"owner {owner!r} sent a malformed answer" + (f": {owner_error}" if owner_error else "")
+    if owner_error and f"owner {owner!r}" in owner_error:
+        return owner_error  # the transport's message already names the owner
+    return f"owner {owner!r} did not answer: {owner_error or 'no answer'}"
+
+
+class Fence:
+    """Planfence over one store's lineage (``Store.fence``).
+
+    Keys have one owner, fixed by their first write, and versions that start
+    at 1. ``publish`` makes a new version of a base input; ``derive`` one of
+    a derived item (a plan) with links to the exact input versions it used;
+    ``check``/``guard`` decide whether a plan is still current.
+
+    Extras beside API.md: ``observe`` (record a version another store owns,
+    so plans here can link to it), ``owner``, ``value``, ``keys``,
+    ``check_all`` (all-key validation) and ``answer`` (the owner's side of a
+    head query, for transports).
+    """
+
+    def __init__(self, store: "Store", lineage: Any) -> None:
+        self._store = store
+        self._lineage = lineage
+        # .staged: ops a running replan wrote, kept until it returns;
+        # .heads: the heads they make, so the replan reads its own writes.
+        self._local = threading.local()
+
+    def _l(self) -> Any:
+        self._store._e()  # raises when the store is closed
+        return self._lineage
+
+    # -- writes ------------------------------------------------------------------
+
+    def _write(self, op: _core._LineageOp) -> int:
+        lin = self._l()
+        if self._store.readonly:
+            raise Error(f"the store at {self._store.path} is open read-only")
+        staged: Optional[list[_core._LineageOp]] = getattr(self._local, "staged", None)
+        if staged is None:
+            return int(_core_call(lin.apply, [op], True)[0])
+        # Inside a replan: validate and number against what it staged so far;
+        # commit only if the replan returns.
+        versions = _core_call(lin.apply, staged + [op], False)
+        staged.append(op)
+        v = int(versions[-1])
+        heads: dict[str, int] = self._local.heads
+        key = op[1]
+        if op[0] != _OBSERVE:
+            heads[key] = v
+        else:  # an observed version is the head only if it is newer
+            try:
+                committed = int(lin.info(key)[1])
+            except KeyError:
+                committed = 0
+            heads[key] = max(v, heads.get(key, 0), committed)
+        return v
+
+    def publish(self, key: str, owner: str, value: Value) -> int:
+        """Makes a new head version of base input ``key`` (versions start at
+        1; identical content still makes a new version). Returns it."""
+        key = check_key(key)
+        owner = check_owner(owner)
+        data = _check_value(value)
+        return self._write((_PUBLISH, key, owner, value_digest(data), data, 0, []))
+
+    def derive(self, key: str, owner: str, value: Value, inputs: Mapping[str, int]) -> int:
+        """Makes a new version of derived item ``key`` recording the exact
+        ``inputs`` versions it was made from. Every input version must exist
+        here (``UnknownKeyError`` otherwise). Returns the new version."""
+        key = check_key(key)
+        owner = check_owner(owner)
+        data = _check_value(value)
+        links = _check_inputs(inputs)
+        return self._write((_DERIVE, key, owner, value_digest(data), data, 0, links))
+
+    def observe(self, key: str, owner: str, version: int, value: Value) -> int:
+        """Records ``version`` of ``key`` as its owner (another store) has it,
+        so that items derived here can link to it. Observing a version again
+        with the same content does nothing; with other content it raises
+        ``ValueError``."""
+        key = check_key(key)
+        owner = check_owner(owner)
+        version = _check_version(version, "version")
+        data = _check_value(value)
+        return self._write((_OBSERVE, key, owner, value_digest(data), data, version, []))
+
+    # -- reads -------------------------------------------------------------------
+
+    def head(self, key: str) -> int:
+        """The head version of ``key``; ``KeyError`` when unknown. Inside a
+        guard's replan it includes what the replan wrote so far."""
+        key = check_key(key)
+        if getattr(self._local, "staged", None) is not None and key in self._local.heads:
+            return int(self._local.heads[key])
+        return int(_core_call(self._l().info, key)[1])
+
+    def owner(self, key: str) -> str:
+        """The owner of ``key``; ``KeyError`` when unknown."""
+        return str(_core_call(self._l().info, check_key(key))[0])
+
+    def value(self, key: str, version: Optional[int] = None) -> bytes:
+        """The value of ``version`` of ``key`` (default: the head)."""
+        v = 0 if version is None else _check_version(version, "version")
+        return bytes(_core_call(self._l().value, check_key(key), v))
+
+    def keys(self) -> list[str]:
+        """Every key of this lineage, sorted."""
+        return list(self._l().keys())
+
+    def verify(self) -> list[str]:
+        """Every broken lineage invariant, in plain words; ``[]`` when sound:
+        each head names a stored version with a value and no version is past
+        it, owners resolve both ways, and every link names a stored version
+        of its key, under the key's owner, with that version's digest."""
+        return list(self._l().verify())
+
+    def frontier(self, key: str, *, scope: Optional[Iterable[str]] = None) -> list[Link]:
+        """Every link reachable from the head of ``key`` through derived
+        inputs down to base inputs, cut to ``scope`` (keys in scope, and
+        everything beneath a derived key in scope), grouped by owner."""
+        rows = _core_call(self._l().frontier, check_key(key), _check_scope(scope))
+        return [Link(k, o, v, d) for k, o, v, d, _ in rows]
+
+    # -- checks ------------------------------------------------------------------
+
+    def check(self, key: str, *, scope: Optional[Iterable[str]] = None, heads: Any = None) -> Check:
+        """Is the plan ``key`` current? Asks each owner on its frontier once
+        for all its keys (``heads``: ``None`` answers from this store; a
+        callable ``heads(owner, keys)``; or a transport client with
+        ``ask_encoded``). A key missing from an answer, or an owner that fails
+        to answer, makes the check not current. A head that moved to content
+        with the recorded digest is still current (early cutoff)."""
+        key = check_key(key)
+        sc = _check_scope(scope)
+        lin = self._l()
+        if heads is None:
+            return self._result(_core_call(lin.check_local, key, sc), {})
+        return self._ask(lin, _core_call(lin.prepare, key, sc), heads)
+
+    def check_all(self, *, heads: Any = None) -> Check:
+        """All-key validation: every key of this lineage at its head, asked of
+        its owner. What a check without lineage would have to send."""
+        lin = self._l()
+        return self._ask(lin, lin.prepare_all(), heads if heads is not None else _LocalHeads(self))
+
+    def answer(self, owner: str, query: bytes) -> bytes:
+        """The owner's side of a head query: answers an encoded query from
+        this store's heads (what a heads server sends back)."""
+        if not isinstance(query, (bytes, bytearray, memoryview)):
+            raise TypeError(f"query must be bytes, got {type(query).__name__}")
+        return bytes(self._l().answer(check_owner(owner), bytes(query)))
+
+    def guard(
+        self,
+        key: str,
+        *,
+        scope: Optional[Iterable[str]] = None,
+        replan: Callable[[Check], Any],
+        heads: Any = None,
+    ) -> Check:
+        """Checks ``key``; if stale, calls ``replan(check)`` once (it refreshes
+        what it needs and derives ``key`` again), then checks again. Returns
+        the current ``Check``; raises ``StalePlanError`` if still stale. What
+        the replan writes is kept only if it returns: a replan that raises
+        leaves the lineage unchanged, and the action is blocked."""
+        if not callable(replan):
+            raise TypeError(f"replan must be a callable replan(check), got {type(replan).__name__}")
+        key = check_key(key)
+        sc = _check_scope(scope)
+        first = self.check(key, scope=sc, heads=heads)
+        if first.current:
+            return first
+        if getattr(self._local, "staged", None) is not None:
+            raise Error("guard cannot run inside another guard's replan")
+        self._local.staged, self._local.heads = [], {}
+        try:
+            replan(first)
+            staged = self._local.staged
+        except Exception as e:
+            raise StalePlanError(
+                f"plan {key!r} is stale and its replan raised {type(e).__name__}: {e}; "
+                "nothing the replan wrote was kept",
+                first,
+            ) from e
+        finally:
+            self._local.staged, self._local.heads = None, {}
+        if staged:
+            _core_call(self._l().apply, staged, True)
+        second = self.check(key, scope=sc, heads=heads)
+        if not second.current:
+            reasons = "; ".join(s.reason for s in second.stale[:3])
+            more = f" (and {len(second.stale) - 3} more)" if len(second.stale) > 3 else ""
+            raise StalePlanError(f"plan {key!r} is still stale after one replan: {reasons}{more}", second)
+        return second
+
+    # -- internals ---------------------------------------------------------------
+
+    def _ask(self, lin: Any, prepared: Any, heads: Any) -> Check:
+        groups = prepared.groups()
+        errors: dict[str, str] = {}
+        if hasattr(heads, "ask_encoded"):
+            try:
+                replies = heads.ask_encoded({owner: query for owner, query, _ in groups})
+            except Exception as e:  # the client itself failed: every owner is unanswered
+                replies = {owner: e for owner, _, _ in groups}
+            answers: list[Optional[bytes]] = []
+            for owner, _, _ in groups:
+                r = replies.get(owner) if isinstance(replies, Mapping) else None
+                if isinstance(r, (bytes, bytearray)):
+                    answers.append(bytes(r))
+                else:
+                    answers.append(None)
+                    errors[owner] = str(r) if isinstance(r, BaseException) else "no answer"
+        elif callable(heads):
+            answers = self._ask_callables(heads, groups, errors)
+        else:
+            raise TypeError("heads must be None, a callable heads(owner, keys), or a client with ask_encoded")
+        return self._result(lin.finish(prepared, answers), errors)
+
+    def _ask_callables(self, heads: HeadsFn, groups: Sequence[_Group], errors: dict[str, str]) -> list[Optional[bytes]]:
+        def one(group: _Group) -> Optional[bytes]:
+            owner, _, links = group
+            keys = sorted({k for k, _, _ in links})
+            try:
+                reply = heads(owner, keys)
+            except Exception as e:
+                errors[owner] = f"{type(e).__name__}: {e}"
+                return None
+            if not isinstance(reply, Mapping):
+                errors[owner] = f"heads({owner!r}, ...) returned {type(reply).__name__}, not a mapping"
+                return None
+            pairs: list[tuple[int, bool]] = []
+            for k, version, digest in links:
+                h = reply.get(k)
+                same = False
+                if isinstance(h, tuple) and len(h) == 2:
+                    h, d = h
+                    same = isinstance(d, (bytes, bytearray)) and bytes(d) == digest
+                if h is None:
+                    h = 0
+                if isinstance(h, bool) or not isinstance(h, int) or h < 0:
+                    errors[owner] = f"heads({owner!r}, ...) answered {h!r} for {k!r}, not a version"
+                    return None
+                pairs.append((int(h), same))
+            return bytes(_core.Lineage.encode_answer(pairs))
+
+        if len(groups) <= 1:
+            return [one(g) for g in groups]
+        with ThreadPoolExecutor(max_workers=min(len(groups), 32)) as pool:
+            return list(pool.map(one, groups))
+
+    @staticmethod
+    def _result(raw: _core._CheckResult, errors: Mapping[str, str]) -> Check:
+        current, rows, asked, size = raw
+        stale = [
+            Stale(k, o, rec, head or None, _stale_reason(k, o, rec, head, why, errors.get(o)))
+            for k, o, rec, head, why in rows
+        ]
+        return Check(bool(current), stale, int(asked), int(size))
+
+
+class _LocalHeads:
+    """Answers head queries from one store, through the encoding (so that
+    bytes are counted as a remote check would count them)."""
+
+    def __init__(self, fence: Fence) -> None:
+        self._fence = fence
+
+    def ask_encoded(self, queries: Mapping[str, bytes]) -> dict[str, bytes]:
+        return {owner: self._fence.answer(owner, q) for owner, q in queries.items()}
