@@ -35,7 +35,7 @@ def corpus_store(n: int, *, seed: int = 0) -> str:
     os.makedirs(DATA, exist_ok=True)
     t0 = time.perf_counter()
     with Store(path, dim=DIM, sync=False, map_size=int(n * DIM * 4 * 1.6) + (64 << 20)) as s:
-        engine = s._e()
+        engine = s._handles().engine
         for start in range(0, n, CHUNK):
             stop = min(start + CHUNK, n)
             vs = corpus_chunk(start, stop, seed)

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
@@ -29,6 +29,14 @@ JudgeFn = Callable[[list[judges.JudgeRequest]], Any]
 # A deposit whose decisions a concurrent commit invalidated is planned again;
 # this many attempts before giving up.
 _MAX_ATTEMPTS = 16
+
+
+class _Handles(NamedTuple):
+    """What an open store holds: its engine and its Planfence lineage (both
+    ``_core`` objects, dropped together on close)."""
+
+    engine: Any
+    lineage: Any
 
 
 class _DefaultMetric(str):
@@ -184,20 +192,23 @@ class Store:
     def fence(self) -> "Fence":
         """Planfence derivation currency, kept in this store's lineage tables
         (see :class:`agentsensus.fence.Fence`)."""
-        self._e()
+        self._handles()  # raises when the store is closed
         if "_fence" not in self.__dict__:
             from .planfence.fence import Fence
 
-            self.__dict__["_fence"] = Fence(self, self.__dict__["_lineage"])
+            self.__dict__["_fence"] = Fence(self)
         return self.__dict__["_fence"]  # type: ignore[no-any-return]
 
-    def _e(self) -> Any:
-        if self._engine is None:
+    def _handles(self) -> _Handles:
+        """The open store's engine and lineage: the one way in for the
+        modules beside ``Store`` (io/, planfence/); ``Error`` once closed."""
+        engine = self._engine
+        if engine is None:
             raise Error(f"the store at {self.path} is closed")
-        return self._engine
+        return _Handles(engine, self._lineage)
 
     def _writable(self) -> Any:
-        e = self._e()
+        e = self._handles().engine
         if self.readonly:
             raise Error(f"the store at {self.path} is open read-only")
         return e
@@ -332,7 +343,7 @@ class Store:
         (a vector, or a str when the store has ``embed``), then, with
         ``expand``, the records one affiliation edge away from them that
         ``owner`` also owns. Never returns a record ``owner`` does not own."""
-        engine = self._e()
+        engine = self._handles().engine
         owner = check_owner(owner)
         k = check_k(k)
         if isinstance(query, str):
@@ -345,16 +356,16 @@ class Store:
 
     def get(self, id: int) -> Memory:
         """The record ``id``; ``KeyError`` when absent."""
-        i, t, o, r = self._e().get(_check_id(id))
+        i, t, o, r = self._handles().engine.get(_check_id(id))
         return Memory(i, t, frozenset(o), r)
 
     def neighbors(self, id: int) -> list[int]:
         """Record ids one affiliation edge from ``id``, ascending."""
-        return list(self._e().neighbors(_check_id(id)))
+        return list(self._handles().engine.neighbors(_check_id(id)))
 
     def owned(self, owner: str) -> list[int]:
         """Record ids ``owner`` owns, ascending."""
-        return list(self._e().owned(check_owner(owner)))
+        return list(self._handles().engine.owned(check_owner(owner)))
 
     def forget(self, owner: str, id: int) -> None:
         """``owner`` leaves the record's owner set; a record left with no owner
@@ -364,13 +375,13 @@ class Store:
 
     def stats(self) -> Stats:
         """Store-wide counts (see :class:`Stats`)."""
-        return Stats(**self._e().stats())
+        return Stats(**self._handles().engine.stats())
 
     def records(self) -> Iterator[Memory]:
         """Every record, in id order (a consistent snapshot per page of 1024)."""
         after = 0
         while True:
-            page = self._e().records(after, 1024)
+            page = self._handles().engine.records(after, 1024)
             for i, t, o, r in page:
                 yield Memory(i, t, frozenset(o), r)
                 after = i
@@ -383,8 +394,8 @@ class Store:
         counters behind ``stats``, the text and merge indexes, the journal,
         and that the index holds exactly the records' vectors; then the
         Planfence lineage (see :meth:`Fence.verify`)."""
-        problems = list(self._e().verify())
-        return problems + list(self.__dict__["_lineage"].verify())
+        engine, lineage = self._handles()
+        return list(engine.verify()) + list(lineage.verify())
 
     def repair(self) -> None:
         """Rebuilds the index and every derived table from the records, owner
@@ -401,7 +412,7 @@ class Store:
         """The merge log, oldest first."""
         after = 0
         while True:
-            page = self._e().merges(after, 1024)
+            page = self._handles().engine.merges(after, 1024)
             for seq, survivor, kept, discarded, owner, rnd in page:
                 yield Merge(survivor, kept, discarded, owner, rnd)
                 after = seq

@@ -61,7 +61,7 @@ def _key_row(store: "Store", key: str) -> dict[str, Any]:
         {"version": int(v), "kind": _KINDS[kind], "digest": digest.hex(),
          "value_b64": base64.b64encode(value).decode("ascii"),
          **({"inputs": [[k, int(iv)] for k, iv in inputs]} if kind == 1 else {})}
-        for v, kind, digest, value, inputs in store.__dict__["_lineage"].versions(key)
+        for v, kind, digest, value, inputs in store._handles().lineage.versions(key)
     ]
     frontier = [
         {"key": link.key, "owner": link.owner, "version": link.version, "digest": link.digest.hex()}
@@ -72,7 +72,7 @@ def _key_row(store: "Store", key: str) -> dict[str, Any]:
 
 
 def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
-    engine = store._e()
+    engine = store._handles().engine
     after = 0
     while True:
         rows, vectors = engine.dump(after, _PAGE)
@@ -86,7 +86,7 @@ def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
 
 
 def _merge_rows(store: "Store") -> Iterator[dict[str, Any]]:
-    engine = store._e()
+    engine = store._handles().engine
     after = 0
     while True:
         page = engine.merges(after, _PAGE)
@@ -100,7 +100,7 @@ def _merge_rows(store: "Store") -> Iterator[dict[str, Any]]:
 
 def export_rows(store: "Store") -> Iterator[dict[str, Any]]:
     """The export of ``store`` as dicts, one per line, in the order above."""
-    engine = store._e()
+    engine = store._handles().engine
     next_id, next_merge, deposits = engine.counters()
     yield {"type": "store", "format": FORMAT, "version": __version__, "dim": store.dim, "metric": store.metric,
            "stats": asdict(store.stats()),

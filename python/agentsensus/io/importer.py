@@ -87,7 +87,8 @@ class _Loader:
 
     def __init__(self, store: "Store", header: dict[str, Any], batch: int,
                  progress: Optional[Callable[[int, int], None]]) -> None:
-        self.store, self.engine, self.lineage = store, store._e(), store.__dict__["_lineage"]
+        self.store = store
+        self.engine, self.lineage = store._handles()
         self.dim = store.dim
         self.batch = batch
         self.progress = progress

@@ -185,16 +185,14 @@ class Fence:
     head query, for transports).
     """
 
-    def __init__(self, store: "Store", lineage: Any) -> None:
+    def __init__(self, store: "Store") -> None:
         self._store = store
-        self._lineage = lineage
         # .staged: ops a running replan wrote, kept until it returns;
         # .heads: the heads they make, so the replan reads its own writes.
         self._local = threading.local()
 
     def _l(self) -> Any:
-        self._store._e()  # raises when the store is closed
-        return self._lineage
+        return self._store._handles().lineage  # raises when the store is closed
 
     # -- writes ------------------------------------------------------------------
 
