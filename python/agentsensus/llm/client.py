@@ -12,12 +12,13 @@ never when ``agentsensus`` is imported.
 from __future__ import annotations
 
 import asyncio
+import operator
 import os
 import random
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +32,30 @@ __all__ = ["LLMClient", "Reply", "Usage", "LLMError"]
 
 # HTTP statuses worth another try: the request may succeed unchanged later.
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Send:
+    """A step of a request flow: send one request, ``<endpoint>.create(**args)``
+    on the openai client; the flow receives ``(response, None)`` or
+    ``(None, exception)``."""
+
+    endpoint: str  # "chat.completions" or "embeddings"
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Sleep:
+    """A step of a request flow: back off this many seconds, then resume it."""
+
+    seconds: float
+
+
+# A request as a generator: its retry logic and counters live in the flow;
+# the sync and async drivers only perform the steps it yields.
+_Flow = Generator[Union[_Send, _Sleep], Any, T]
 
 
 class LLMError(Error):
@@ -226,6 +251,58 @@ class LLMClient:
             raise LLMError(f"{self.model} at {self.base_url or 'the default endpoint'}: {exc}") from exc
         return self._delay(attempt, exc)
 
+    def _flow(self, endpoint: str, args: dict[str, Any], finish: Callable[[Any, float], T]) -> _Flow[T]:
+        """One request with its retries: yields each attempt and each backoff,
+        and returns ``finish(response, seconds)``. The wait for an attempt is
+        timed across its yield, where the driver performs it."""
+        attempt = 0
+        while True:
+            self._count(calls=1, retries=1 if attempt else 0)
+            t0 = time.perf_counter()
+            resp, exc = yield _Send(endpoint, args)
+            seconds = time.perf_counter() - t0
+            if exc is None:
+                return finish(resp, seconds)
+            self._count(seconds=seconds)
+            yield _Sleep(self._failed(attempt, exc))
+            attempt += 1
+
+    def _run(self, flow: _Flow[T]) -> T:
+        client = self._client()
+        try:
+            step = next(flow)
+            while True:
+                if isinstance(step, _Sleep):
+                    time.sleep(step.seconds)
+                    step = flow.send(None)
+                    continue
+                outcome: tuple[Any, Optional[Exception]]
+                try:
+                    outcome = (operator.attrgetter(step.endpoint)(client).create(**step.args), None)
+                except Exception as exc:
+                    outcome = (None, exc)
+                step = flow.send(outcome)  # outside the except: a re-raise carries no false context
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    async def _arun(self, flow: _Flow[T]) -> T:
+        client = self._aclient()
+        try:
+            step = next(flow)
+            while True:
+                if isinstance(step, _Sleep):
+                    await asyncio.sleep(step.seconds)
+                    step = flow.send(None)
+                    continue
+                outcome: tuple[Any, Optional[Exception]]
+                try:
+                    outcome = (await operator.attrgetter(step.endpoint)(client).create(**step.args), None)
+                except Exception as exc:
+                    outcome = (None, exc)
+                step = flow.send(outcome)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
     # -- chat -------------------------------------------------------------------
 
     def _chat_args(
@@ -260,38 +337,14 @@ class LLMClient:
         """One chat completion. ``json_mode`` asks the server for a JSON
         object (``response_format``); the caller still validates it."""
         args = self._chat_args(messages, json_mode, max_tokens)
-        client = self._client()
-        attempt = 0
-        while True:
-            self._count(calls=1, retries=1 if attempt else 0)
-            t0 = time.perf_counter()
-            try:
-                resp = client.chat.completions.create(**args)
-            except Exception as exc:
-                self._count(seconds=time.perf_counter() - t0)
-                time.sleep(self._failed(attempt, exc))
-                attempt += 1
-                continue
-            return self._reply(resp, time.perf_counter() - t0)
+        return self._run(self._flow("chat.completions", args, self._reply))
 
     async def achat(
         self, messages: Sequence[Mapping[str, str]], *, json_mode: bool = False, max_tokens: Optional[int] = None
     ) -> Reply:
         """``chat`` for asyncio."""
         args = self._chat_args(messages, json_mode, max_tokens)
-        client = self._aclient()
-        attempt = 0
-        while True:
-            self._count(calls=1, retries=1 if attempt else 0)
-            t0 = time.perf_counter()
-            try:
-                resp = await client.chat.completions.create(**args)
-            except Exception as exc:
-                self._count(seconds=time.perf_counter() - t0)
-                await asyncio.sleep(self._failed(attempt, exc))
-                attempt += 1
-                continue
-            return self._reply(resp, time.perf_counter() - t0)
+        return await self._arun(self._flow("chat.completions", args, self._reply))
 
     def complete(self, prompt: str) -> str:
         """The answer to one user message: ``complete(prompt) -> str``, the
@@ -320,34 +373,12 @@ class LLMClient:
 
     def embed(self, texts: Sequence[str], *, dimensions: Optional[int] = None) -> npt.NDArray[np.float32]:
         """Embeddings of ``texts`` in one request, float32 ``(n, dim)``."""
+        n = len(texts)
         args = self._embed_args(texts, dimensions)
-        client = self._client()
-        attempt = 0
-        while True:
-            self._count(calls=1, retries=1 if attempt else 0)
-            t0 = time.perf_counter()
-            try:
-                resp = client.embeddings.create(**args)
-            except Exception as exc:
-                self._count(seconds=time.perf_counter() - t0)
-                time.sleep(self._failed(attempt, exc))
-                attempt += 1
-                continue
-            return self._vectors(resp, len(texts), time.perf_counter() - t0)
+        return self._run(self._flow("embeddings", args, lambda resp, seconds: self._vectors(resp, n, seconds)))
 
     async def aembed(self, texts: Sequence[str], *, dimensions: Optional[int] = None) -> npt.NDArray[np.float32]:
         """``embed`` for asyncio."""
+        n = len(texts)
         args = self._embed_args(texts, dimensions)
-        client = self._aclient()
-        attempt = 0
-        while True:
-            self._count(calls=1, retries=1 if attempt else 0)
-            t0 = time.perf_counter()
-            try:
-                resp = await client.embeddings.create(**args)
-            except Exception as exc:
-                self._count(seconds=time.perf_counter() - t0)
-                await asyncio.sleep(self._failed(attempt, exc))
-                attempt += 1
-                continue
-            return self._vectors(resp, len(texts), time.perf_counter() - t0)
+        return await self._arun(self._flow("embeddings", args, lambda resp, seconds: self._vectors(resp, n, seconds)))

@@ -20,7 +20,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Generator, Mapping, Optional, Sequence, Union
 
 from ..judges import JudgeRequest
 from .client import LLMClient, LLMError, Reply
@@ -46,6 +46,10 @@ _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 # Key of one verdict: the statement and the ids it was weighed against.
 _Key = tuple[str, tuple[int, ...]]
+
+# One deposit's judging: yields a prompt's messages, receives the reply or the
+# client's LLMError, returns the verdicts.
+_Flow = Generator[list[dict[str, str]], Union[Reply, LLMError], list[Optional[int]]]
 
 
 class MalformedAnswer(ValueError):
@@ -261,9 +265,10 @@ class LLMJudge:
             verdicts[i] = v
         return verdicts
 
-    def __call__(self, requests: list[JudgeRequest]) -> list[Optional[int]]:
-        """The verdicts for one deposit's requests (one prompt at most, plus
-        retries of a malformed answer)."""
+    def _flow(self, requests: list[JudgeRequest]) -> _Flow:
+        """One deposit's judging as a generator: it yields each prompt's
+        messages and receives the reply (or the client's ``LLMError``), so
+        that the sync and async entry points share it."""
         verdicts, todo = self._lookup(requests)
         if not todo:
             return verdicts
@@ -271,33 +276,45 @@ class LLMJudge:
         messages = build_messages(asked)
         for attempt in range(self.answer_retries + 1):
             self._count(prompts=1)
-            try:
-                reply = self.client.chat(messages, json_mode=self.json_mode, max_tokens=self.max_tokens)
-            except LLMError as e:
-                return self._merge(verdicts, todo, self._give_up(asked, e))
+            reply = yield messages
+            if isinstance(reply, LLMError):
+                return self._merge(verdicts, todo, self._give_up(asked, reply))
             answers = self._check(reply, asked, attempt)
             if answers is not None:
                 return self._merge(verdicts, todo, answers)
         return self._merge(verdicts, todo, self._give_up(asked, None))
 
+    def __call__(self, requests: list[JudgeRequest]) -> list[Optional[int]]:
+        """The verdicts for one deposit's requests (one prompt at most, plus
+        retries of a malformed answer)."""
+        flow = self._flow(requests)
+        try:
+            messages = next(flow)
+            while True:
+                reply: Union[Reply, LLMError]
+                try:
+                    reply = self.client.chat(messages, json_mode=self.json_mode, max_tokens=self.max_tokens)
+                except LLMError as e:
+                    reply = e
+                messages = flow.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
     async def ajudge(self, requests: list[JudgeRequest]) -> list[Optional[int]]:
         """``judge(requests)`` for asyncio: pass ``judge=j.ajudge`` to
         ``Store.adeposit``."""
-        verdicts, todo = self._lookup(requests)
-        if not todo:
-            return verdicts
-        asked = [requests[i] for i in todo]
-        messages = build_messages(asked)
-        for attempt in range(self.answer_retries + 1):
-            self._count(prompts=1)
-            try:
-                reply = await self.client.achat(messages, json_mode=self.json_mode, max_tokens=self.max_tokens)
-            except LLMError as e:
-                return self._merge(verdicts, todo, self._give_up(asked, e))
-            answers = self._check(reply, asked, attempt)
-            if answers is not None:
-                return self._merge(verdicts, todo, answers)
-        return self._merge(verdicts, todo, self._give_up(asked, None))
+        flow = self._flow(requests)
+        try:
+            messages = next(flow)
+            while True:
+                reply: Union[Reply, LLMError]
+                try:
+                    reply = await self.client.achat(messages, json_mode=self.json_mode, max_tokens=self.max_tokens)
+                except LLMError as e:
+                    reply = e
+                messages = flow.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
 
 def llm(
