@@ -211,7 +211,7 @@ public:
         d["shared"] = x.shared;
         d["linked"] = x.linked;
         d["max_owners"] = x.max_owners;
-        d["agents"] = x.agents;
+        d["agents"] = x.owners;  // Stats.agents in the Python API
         return d;
     }
 
@@ -252,11 +252,11 @@ public:
         return py::make_tuple(list, vectors);
     }
 
-    void load(const std::vector<std::string>& agents, const py::list& rows, const F32& vectors,
+    void load(const std::vector<std::string>& owners, const py::list& rows, const F32& vectors,
               const py::list& merges, const py::object& counters) {
         Store& st = s();
         LoadBatch b;
-        b.agents = agents;
+        b.owners = owners;
         const float* v = rows_of(vectors, rows.size(), st.dim(), "vectors");
         for (size_t i = 0; i < rows.size(); ++i) {
             py::tuple t = rows[i].cast<py::tuple>();

@@ -116,7 +116,7 @@ PYBIND11_MODULE(_core, m) {
              [](Engine& e) {
                  Store& st = e.s();
                  py::gil_scoped_release nogil;
-                 return st.agents();
+                 return st.owner_names();
              })
         .def("stats", &Engine::stats)
         .def("merges", &Engine::merges)

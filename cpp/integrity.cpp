@@ -70,23 +70,23 @@ std::vector<std::string> Store::verify() {
     // pages through LMDB could kill the process, so stop at any damage.
     out = check_pages(dir_, true);
     if (!out.empty()) return out;
-    const uint64_t next_id = meta_u64(t, "next_id", 1);
-    const uint64_t next_merge = meta_u64(t, "next_merge", 1);
-    const uint64_t next_journal = meta_u64(t, "next_journal", 1);
-    const uint64_t next_agent = meta_u64(t, "next_agent", 1);
+    const uint64_t next_id = meta_u64(t, kMetaNextId, 1);
+    const uint64_t next_merge = meta_u64(t, kMetaNextMerge, 1);
+    const uint64_t next_journal = meta_u64(t, kMetaNextJournal, 1);
+    const uint64_t next_owner = meta_u64(t, kMetaNextOwner, 1);
 
     // Agents: a bijection between names and ids.
     std::unordered_map<uint32_t, std::string> names;
-    each(t, db_.agent_names, [&](MDB_val& k, MDB_val& v) {
+    each(t, db_.owner_names, [&](MDB_val& k, MDB_val& v) {
         if (k.mv_size != 4) return bad("an owner-name key is damaged");
         uint32_t a = read_be32(k.mv_data);
         names[a] = std::string(view(v));
         MDB_val back;
-        if (!agentsensus::get(t, db_.agents, v, back) || back.mv_size != 4 || load<uint32_t>(back.mv_data) != a)
+        if (!agentsensus::get(t, db_.owners_by_name, v, back) || back.mv_size != 4 || load<uint32_t>(back.mv_data) != a)
             bad("owner '" + std::string(view(v)) + "' (id " + std::to_string(a) + ") is missing from the name index");
-        if (a >= next_agent) bad("owner id " + std::to_string(a) + " is beyond the owner counter");
+        if (a >= next_owner) bad("owner id " + std::to_string(a) + " is beyond the owner counter");
     });
-    each(t, db_.agents, [&](MDB_val& k, MDB_val& v) {
+    each(t, db_.owners_by_name, [&](MDB_val& k, MDB_val& v) {
         if (v.mv_size != 4 || !names.count(load<uint32_t>(v.mv_data)))
             bad("owner name '" + std::string(view(k)) + "' points to no owner id");
     });
@@ -174,8 +174,8 @@ std::vector<std::string> Store::verify() {
         if (!has_pair(t, db_.edges, val(bk.b, 8), val(&a, 8)))
             bad("edge " + std::to_string(a) + "->" + std::to_string(b) + " has no reverse");
     });
-    if (linked.size() != meta_u64(t, "linked"))
-        bad("the linked-record counter (" + std::to_string(meta_u64(t, "linked")) + ") disagrees with the edges (" +
+    if (linked.size() != meta_u64(t, kMetaLinked))
+        bad("the linked-record counter (" + std::to_string(meta_u64(t, kMetaLinked)) + ") disagrees with the edges (" +
             std::to_string(linked.size()) + ")");
 
     // The exact-duplicate text index and its reverse.
@@ -195,7 +195,7 @@ std::vector<std::string> Store::verify() {
 
     // The merge log and its per-record index.
     each(t, db_.merges, [&](MDB_val& k, MDB_val& v) {
-        if (k.mv_size != 8 || v.mv_size < 20) return bad("a merge-log entry is damaged");
+        if (k.mv_size != 8 || v.mv_size < kMergeHeader) return bad("a merge-log entry is damaged");
         uint64_t seq = read_be64(k.mv_data), survivor = load<uint64_t>(v.mv_data);
         if (seq >= next_merge) bad("merge " + std::to_string(seq) + " is beyond the merge counter");
         if (!records.count(survivor)) bad("merge " + std::to_string(seq) + " names missing " + id_str(survivor));
@@ -215,13 +215,12 @@ std::vector<std::string> Store::verify() {
     std::set<uint64_t> replay;
     uint64_t last = 0;
     each(t, db_.journal, [&](MDB_val& k, MDB_val& v) {
-        if (k.mv_size != 8 || v.mv_size != kJournalEntry) return bad("a journal entry is damaged");
+        JournalEntry e;
+        if (k.mv_size != 8 || !decode_journal(v, e)) return bad("a journal entry is damaged");
         last = read_be64(k.mv_data);
-        const unsigned char* p = static_cast<const unsigned char*>(v.mv_data);
-        uint64_t id = load<uint64_t>(p + 1);
-        if (p[0] == kAdd) replay.insert(id);
-        else if (p[0] == kDel) replay.erase(id);
-        else if (p[0] != kOwn && p[0] != kDisown) bad("journal entry " + std::to_string(last) + " has an unknown operation");
+        if (e.op == kAdd) replay.insert(e.record);
+        else if (e.op == kDel) replay.erase(e.record);
+        else if (e.op != kOwn && e.op != kDisown) bad("journal entry " + std::to_string(last) + " has an unknown operation");
     });
     if (last >= next_journal) bad("the journal runs past its counter");
     if (replay != records) bad("replaying the journal does not give the live records (the index cannot catch up)");
@@ -260,7 +259,7 @@ void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests)
         // Primary: records with a vector and an owner, owner sets, edges,
         // owner names, the merge log. Everything else is rebuilt from them.
         std::unordered_map<uint32_t, std::string> names;
-        each(t, db_.agent_names, [&](MDB_val& k, MDB_val& v) {
+        each(t, db_.owner_names, [&](MDB_val& k, MDB_val& v) {
             if (k.mv_size == 4) names[read_be32(k.mv_data)] = std::string(view(v));
         });
         // Every decision comes from sequential scans: a damaged key can leave
@@ -346,8 +345,8 @@ void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests)
             put(t, db_.hist, val(k.b, 4), val(&c, 8));
         }
         // Owner names index from the ids.
-        drop_all(t, db_.agents);
-        for (auto& [a, name] : names) put(t, db_.agents, val(name), val(&a, 4));
+        drop_all(t, db_.owners_by_name);
+        for (auto& [a, name] : names) put(t, db_.owners_by_name, val(name), val(&a, 4));
 
         // Edges: the symmetric closure over live records, no loops.
         std::set<std::pair<uint64_t, uint64_t>> edges;
@@ -366,13 +365,13 @@ void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests)
             put(t, db_.edges, val(k.b, 8), val(&b, 8), MDB_NODUPDATA);
             linked.insert(a);
         }
-        set_meta_u64(t, "linked", linked.size());
+        set_meta_u64(t, kMetaLinked, linked.size());
 
         // The merge log keeps entries of live records; its index is rebuilt.
         std::vector<std::string> dead_merges;
         std::vector<std::pair<uint64_t, std::string>> merge_index;
         each(t, db_.merges, [&](MDB_val& k, MDB_val& v) {
-            if (k.mv_size != 8 || v.mv_size < 20 || !keep.count(load<uint64_t>(v.mv_data)))
+            if (k.mv_size != 8 || v.mv_size < kMergeHeader || !keep.count(load<uint64_t>(v.mv_data)))
                 dead_merges.emplace_back(view(k));
             else
                 merge_index.emplace_back(load<uint64_t>(v.mv_data), std::string(view(k)));
@@ -398,15 +397,14 @@ void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests)
         drop_all(t, db_.journal);
         uint64_t seq = 1;
         for (uint64_t id : keep) {
-            unsigned char e[kJournalEntry] = {kAdd};
-            std::memcpy(e + 1, &id, 8);
+            auto e = encode_journal(JournalEntry{kAdd, id, 0});
             Be64 k(seq++);
-            put(t, db_.journal, val(k.b, 8), val(e, kJournalEntry), MDB_APPEND);
+            put(t, db_.journal, val(k.b, 8), val(e.data(), e.size()), MDB_APPEND);
         }
-        set_meta_u64(t, "next_journal", seq);
+        set_meta_u64(t, kMetaNextJournal, seq);
         uint64_t max_id = keep.empty() ? 0 : *keep.rbegin();
-        if (meta_u64(t, "next_id", 1) <= max_id) set_meta_u64(t, "next_id", max_id + 1);
-        put(t, db_.meta, val("uuid", 4), val(fresh_uuid, 16));
+        if (meta_u64(t, kMetaNextId, 1) <= max_id) set_meta_u64(t, kMetaNextId, max_id + 1);
+        put(t, db_.meta, meta_key(kMetaUuid), val(fresh_uuid, kMetaUuid.size));
     });
     std::memcpy(uuid_, fresh_uuid, 16);
     std::unique_lock<std::shared_mutex> lock(index_mu_);

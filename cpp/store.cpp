@@ -3,13 +3,11 @@
 #include <dirent.h>
 #include <signal.h>
 
-#include <cerrno>
-#include <cstdlib>
-
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <unordered_set>
 
@@ -80,21 +78,21 @@ Store::Store(const std::string& dir, const StoreOptions& o)
     eo.sync = o.sync;
     eo.initial_map = o.map_size;
     env_ = std::make_unique<Env>(dir, eo);
-    unsigned none = 0;
-    db_.meta = env_->open_db("meta", none);
-    db_.records = env_->open_db("records", none);
-    db_.vectors = env_->open_db("vectors", none);
-    db_.owners = env_->open_db("owners", kDupFixedInt);
-    db_.owned = env_->open_db("owned", kDupFixedInt);
-    db_.agents = env_->open_db("agents", none);
-    db_.agent_names = env_->open_db("agent_names", none);
-    db_.edges = env_->open_db("edges", kDupFixedInt);
-    db_.merges = env_->open_db("merges", none);
-    db_.rmerges = env_->open_db("rmerges", MDB_DUPSORT | MDB_DUPFIXED);
-    db_.norms = env_->open_db("norms", none);
-    db_.rnorms = env_->open_db("rnorms", MDB_DUPSORT | MDB_DUPFIXED);
-    db_.journal = env_->open_db("journal", none);
-    db_.hist = env_->open_db("hist", none);
+    auto open = [&](const TableSpec& t) { return env_->open_db(t.name, t.flags); };
+    db_.meta = open(kMetaTable);
+    db_.records = open(kRecordsTable);
+    db_.vectors = open(kVectorsTable);
+    db_.owners = open(kOwnersTable);
+    db_.owned = open(kOwnedTable);
+    db_.owners_by_name = open(kOwnersByNameTable);
+    db_.owner_names = open(kOwnerNamesTable);
+    db_.edges = open(kEdgesTable);
+    db_.merges = open(kMergesTable);
+    db_.rmerges = open(kMergesBySurvivorTable);
+    db_.norms = open(kNormsTable);
+    db_.rnorms = open(kNormsByRecordTable);
+    db_.journal = open(kJournalTable);
+    db_.hist = open(kHistTable);
     init_or_check(o);
     index_ = std::make_unique<VectorIndex>(dim_, metric_, o.index);
     open_index();
@@ -112,15 +110,29 @@ void Store::check_open() const {
     if (!env_) throw Error("store is closed");
 }
 
-uint64_t Store::meta_u64(MDB_txn* txn, const char* key, uint64_t dflt) {
+uint64_t Store::meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t dflt) {
     MDB_val v;
-    if (!agentsensus::get(txn, db_.meta, val(key, std::strlen(key)), v)) return dflt;
-    if (v.mv_size != 8) throw Corrupt(std::string("meta '") + key + "' has the wrong size");
+    if (!agentsensus::get(txn, db_.meta, meta_key(key), v)) return dflt;
+    if (v.mv_size != 8) throw Corrupt(std::string("meta '") + key.name + "' has the wrong size");
     return load<uint64_t>(v.mv_data);
 }
 
-void Store::set_meta_u64(MDB_txn* txn, const char* key, uint64_t x) {
-    put(txn, db_.meta, val(key, std::strlen(key)), val(&x, 8));
+void Store::set_meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t x) {
+    put(txn, db_.meta, meta_key(key), val(&x, 8));
+}
+
+Counters Store::read_counters(MDB_txn* txn) {
+    Counters c;
+    c.next_id = meta_u64(txn, kMetaNextId, 1);
+    c.next_merge = meta_u64(txn, kMetaNextMerge, 1);
+    c.deposits = meta_u64(txn, kMetaDeposits);
+    return c;
+}
+
+void Store::write_counters(MDB_txn* txn, const Counters& c) {
+    set_meta_u64(txn, kMetaNextId, c.next_id);
+    set_meta_u64(txn, kMetaNextMerge, c.next_merge);
+    set_meta_u64(txn, kMetaDeposits, c.deposits);
 }
 
 void Store::init_or_check(const StoreOptions& o) {
@@ -128,7 +140,7 @@ void Store::init_or_check(const StoreOptions& o) {
     {
         ReadTxn t(*env_);
         MDB_val v;
-        fresh = !agentsensus::get(t.get(), db_.meta, val("schema", 6), v);
+        fresh = !agentsensus::get(t.get(), db_.meta, meta_key(kMetaSchema), v);
     }
     if (fresh) {
         if (o.readonly) throw Corrupt("not an agentsensus store (no schema): " + dir_);
@@ -136,36 +148,36 @@ void Store::init_or_check(const StoreOptions& o) {
         random_uuid(uuid_);
         env_->write([&](MDB_txn* txn) {
             uint32_t schema = kSchemaVersion, dim = o.dim, metric = static_cast<uint32_t>(o.metric);
-            put(txn, db_.meta, val("schema", 6), val(&schema, 4));
-            put(txn, db_.meta, val("dim", 3), val(&dim, 4));
-            put(txn, db_.meta, val("metric", 6), val(&metric, 4));
-            put(txn, db_.meta, val("uuid", 4), val(uuid_, 16));
-            set_meta_u64(txn, "next_id", 1);
-            set_meta_u64(txn, "next_agent", 1);
-            set_meta_u64(txn, "next_merge", 1);
-            set_meta_u64(txn, "next_journal", 1);
-            set_meta_u64(txn, "deposits", 0);
-            set_meta_u64(txn, "linked", 0);
+            put(txn, db_.meta, meta_key(kMetaSchema), val(&schema, kMetaSchema.size));
+            put(txn, db_.meta, meta_key(kMetaDim), val(&dim, kMetaDim.size));
+            put(txn, db_.meta, meta_key(kMetaMetric), val(&metric, kMetaMetric.size));
+            put(txn, db_.meta, meta_key(kMetaUuid), val(uuid_, kMetaUuid.size));
+            set_meta_u64(txn, kMetaNextId, 1);
+            set_meta_u64(txn, kMetaNextOwner, 1);
+            set_meta_u64(txn, kMetaNextMerge, 1);
+            set_meta_u64(txn, kMetaNextJournal, 1);
+            set_meta_u64(txn, kMetaDeposits, 0);
+            set_meta_u64(txn, kMetaLinked, 0);
         });
     }
     ReadTxn t(*env_);
     MDB_val v;
-    auto need = [&](const char* key, size_t size) {
-        if (!agentsensus::get(t.get(), db_.meta, val(key, std::strlen(key)), v) || v.mv_size != size)
-            throw Corrupt(std::string("store meta '") + key + "' is missing or damaged in " + dir_);
+    auto need = [&](const MetaKey& key) {
+        if (!agentsensus::get(t.get(), db_.meta, meta_key(key), v) || v.mv_size != key.size)
+            throw Corrupt(std::string("store meta '") + key.name + "' is missing or damaged in " + dir_);
     };
-    need("schema", 4);
+    need(kMetaSchema);
     uint32_t schema = load<uint32_t>(v.mv_data);
     if (schema != kSchemaVersion)
         throw Corrupt("store schema version " + std::to_string(schema) + " is not supported (this build reads " +
                       std::to_string(kSchemaVersion) + ")");
-    need("dim", 4);
+    need(kMetaDim);
     dim_ = load<uint32_t>(v.mv_data);
-    need("metric", 4);
+    need(kMetaMetric);
     uint32_t m = load<uint32_t>(v.mv_data);
     if (m > 2 || dim_ == 0 || dim_ > kMaxDim) throw Corrupt("store meta has an invalid dim or metric");
     metric_ = static_cast<Metric>(m);
-    need("uuid", 16);
+    need(kMetaUuid);
     std::memcpy(uuid_, v.mv_data, 16);
     if (o.dim != 0 && o.dim != dim_)
         throw InvalidArgument("dim mismatch: the store at " + dir_ + " has dim=" + std::to_string(dim_) +
@@ -262,14 +274,12 @@ void Store::catch_up_locked(MDB_txn* txn) {
     std::vector<uint64_t> adds;
     std::vector<float> add_vecs;
     while (more) {
-        if (k.mv_size != 8 || v.mv_size != 13) throw Corrupt("journal entry is damaged");
+        JournalEntry e;
+        if (k.mv_size != 8 || !decode_journal(v, e)) throw Corrupt("journal entry is damaged");
         uint64_t seq = read_be64(k.mv_data);
-        const unsigned char* p = static_cast<const unsigned char*>(v.mv_data);
-        uint8_t op = p[0];
-        uint64_t id = load<uint64_t>(p + 1);
-        uint32_t agent = load<uint32_t>(p + 9);
-        auto allow = allow_.find(agent);
-        switch (op) {
+        const uint64_t id = e.record;
+        auto allow = allow_.find(e.owner);
+        switch (e.op) {
             case kAdd: {
                 // The record may be gone in this snapshot (deleted later).
                 size_t at = add_vecs.size();
@@ -350,40 +360,40 @@ bool Store::vector_of(MDB_txn* txn, uint64_t id, float* out) {
     return true;
 }
 
-std::optional<uint32_t> Store::agent_id(MDB_txn* txn, std::string_view name) {
+std::optional<uint32_t> Store::owner_id(MDB_txn* txn, std::string_view name) {
     MDB_val v;
     if (name.empty() || name.size() > 511) return std::nullopt;
-    if (!agentsensus::get(txn, db_.agents, val(name), v)) return std::nullopt;
-    if (v.mv_size != 4) throw Corrupt("agent table is damaged");
+    if (!agentsensus::get(txn, db_.owners_by_name, val(name), v)) return std::nullopt;
+    if (v.mv_size != 4) throw Corrupt("oid table is damaged");
     return load<uint32_t>(v.mv_data);
 }
 
-std::string Store::agent_name(MDB_txn* txn, uint32_t agent) {
+std::string Store::owner_name(MDB_txn* txn, uint32_t oid) {
     {
         std::lock_guard<std::mutex> g(names_mu_);
-        auto it = names_.find(agent);
+        auto it = names_.find(oid);
         if (it != names_.end()) return it->second;
     }
-    Be32 k(agent);
+    Be32 k(oid);
     MDB_val v;
-    if (!agentsensus::get(txn, db_.agent_names, val(k.b, 4), v))
-        throw Corrupt("owner id " + std::to_string(agent) + " has no name");
+    if (!agentsensus::get(txn, db_.owner_names, val(k.b, 4), v))
+        throw Corrupt("owner id " + std::to_string(oid) + " has no name");
     std::string name(view(v));
     // Only read transactions come here, so the name is committed and final.
     std::lock_guard<std::mutex> g(names_mu_);
-    names_.emplace(agent, name);
+    names_.emplace(oid, name);
     return name;
 }
 
-bool Store::owns(MDB_txn* txn, uint32_t agent, uint64_t id) {
+bool Store::owns(MDB_txn* txn, uint32_t oid, uint64_t id) {
     Be64 k(id);
-    MDB_val key = val(k.b, 8), v = val(&agent, 4);
+    MDB_val key = val(k.b, 8), v = val(&oid, 4);
     Cursor c(txn, db_.owners);
     return c.op(key, v, MDB_GET_BOTH);
 }
 
-size_t Store::owned_count(MDB_txn* txn, uint32_t agent) {
-    Be32 k(agent);
+size_t Store::owned_count(MDB_txn* txn, uint32_t oid) {
+    Be32 k(oid);
     MDB_val key = val(k.b, 4), v;
     Cursor c(txn, db_.owned);
     if (!c.op(key, v, MDB_SET)) return 0;
@@ -414,8 +424,8 @@ std::vector<uint64_t> u64_dups(MDB_txn* txn, MDB_dbi dbi, MDB_val key) {
 
 }  // namespace
 
-std::vector<uint64_t> Store::owned_ids(MDB_txn* txn, uint32_t agent) {
-    Be32 k(agent);
+std::vector<uint64_t> Store::owned_ids(MDB_txn* txn, uint32_t oid) {
+    Be32 k(oid);
     return u64_dups(txn, db_.owned, val(k.b, 4));
 }
 
@@ -436,7 +446,7 @@ bool Store::read_row(MDB_txn* txn, uint64_t id, Row& row) {
     if (more) more = c.op(key, ov, MDB_FIRST_DUP);
     while (more) {
         if (ov.mv_size != 4) throw Corrupt("owner set of record " + std::to_string(id) + " is damaged");
-        row.owners.push_back(agent_name(txn, load<uint32_t>(ov.mv_data)));
+        row.owners.push_back(owner_name(txn, load<uint32_t>(ov.mv_data)));
         more = c.op(key, ov, MDB_NEXT_DUP);
     }
     std::sort(row.owners.begin(), row.owners.end());
@@ -504,15 +514,15 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
     prepare_vector(query, q.data());
     if (k == 0) return {};
 
-    std::optional<uint32_t> agent;
+    std::optional<uint32_t> oid;
     size_t count = 0, total = 0;
     {
         ReadTxn t(*env_);
-        agent = agent_id(t.get(), owner);
-        if (agent) count = owned_count(t.get(), *agent);
+        oid = owner_id(t.get(), owner);
+        if (oid) count = owned_count(t.get(), *oid);
         total = entries(t.get(), db_.records);
     }
-    if (!agent || count == 0) return {};
+    if (!oid || count == 0) return {};
 
     // The plan. A filtered HNSW search over a selective owner wanders the
     // whole graph before it has k matches (NOTES: 35x at 0.1%), so: scan the
@@ -534,12 +544,12 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
         // The owner's allow-set, current to the latest commit.
         sync_index();
         std::unique_lock<std::shared_mutex> lock(index_mu_);
-        if (!allow_.count(*agent)) {
+        if (!allow_.count(*oid)) {
             ReadTxn t(*env_);
             catch_up_locked(t.get());
             std::vector<uint64_t> bits;
-            for (uint64_t id : owned_ids(t.get(), *agent)) set_bit(bits, id);
-            allow_.emplace(*agent, std::move(bits));
+            for (uint64_t id : owned_ids(t.get(), *oid)) set_bit(bits, id);
+            allow_.emplace(*oid, std::move(bits));
         }
     }
 
@@ -547,14 +557,14 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
     ReadTxn t(*env_);
     std::vector<Hit> hits;
     if (!exact) {
-        const std::vector<uint64_t>& bits = allow_.at(*agent);
+        const std::vector<uint64_t>& bits = allow_.at(*oid);
         size_t want = std::min(k, count);
         for (;; wanted *= 4) {
             hits = index_->search(q.data(), wanted);
             // Keep the owner's; the allow-set may be ahead of this snapshot,
             // so ownership is confirmed in it.
             hits.erase(std::remove_if(hits.begin(), hits.end(),
-                                      [&](const Hit& h) { return !test_bit(bits, h.id) || !owns(t.get(), *agent, h.id); }),
+                                      [&](const Hit& h) { return !test_bit(bits, h.id) || !owns(t.get(), *oid, h.id); }),
                        hits.end());
             if (hits.size() >= want) break;
             if (wanted >= total || search_cost(wanted * 4) >= count) {
@@ -565,7 +575,7 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
         if (hits.size() > k) hits.resize(k);
     }
     if (exact) {
-        std::vector<uint64_t> ids = owned_ids(t.get(), *agent), absent;
+        std::vector<uint64_t> ids = owned_ids(t.get(), *oid), absent;
         hits = index_->scan(q.data(), ids.data(), ids.size(), k, absent);
         // What the index does not hold (yet, or any more) is read from LMDB.
         std::vector<float> buf(dim_);
@@ -592,7 +602,7 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
         for (size_t i = 0; i < nhits; ++i) {
             uint64_t id = rows[i].id;
             for (uint64_t nb : neighbors_in(t.get(), id)) {
-                if (seen.count(nb) || !owns(t.get(), *agent, nb)) continue;
+                if (seen.count(nb) || !owns(t.get(), *oid, nb)) continue;
                 Row r;
                 if (!read_row(t.get(), nb, r)) continue;
                 r.via = Via::edge;
@@ -647,9 +657,9 @@ std::vector<uint64_t> Store::neighbors(uint64_t id) {
 std::vector<uint64_t> Store::owned(const std::string& owner) {
     check_open();
     ReadTxn t(*env_);
-    auto agent = agent_id(t.get(), owner);
-    if (!agent) return {};
-    return owned_ids(t.get(), *agent);
+    auto oid = owner_id(t.get(), owner);
+    if (!oid) return {};
+    return owned_ids(t.get(), *oid);
 }
 
 Stats Store::stats() {
@@ -657,10 +667,10 @@ Stats Store::stats() {
     ReadTxn t(*env_);
     Stats s;
     s.records = entries(t.get(), db_.records);
-    s.deposits = meta_u64(t.get(), "deposits");
+    s.deposits = meta_u64(t.get(), kMetaDeposits);
     s.merges = entries(t.get(), db_.merges);
-    s.linked = meta_u64(t.get(), "linked");
-    s.agents = entries(t.get(), db_.agents);
+    s.linked = meta_u64(t.get(), kMetaLinked);
+    s.owners = entries(t.get(), db_.owners_by_name);
     Cursor c(t.get(), db_.hist);
     MDB_val k, v;
     bool more = c.op(k, v, MDB_FIRST);
@@ -684,17 +694,15 @@ std::vector<MergeRow> Store::merges(uint64_t after_seq, size_t limit) {
     MDB_val k = val(from.b, 8), v;
     bool more = c.op(k, v, MDB_SET_RANGE);
     while (more && out.size() < limit) {
-        Reader r(v.mv_data, v.mv_size);
+        MergeEntry e;
+        if (k.mv_size != 8 || !decode_merge(v, e)) throw Corrupt("merge log entry is damaged");
         MergeRow m;
-        uint32_t agent, kept_len;
-        std::string_view kept;
-        if (k.mv_size != 8 || !r.get(m.survivor) || !r.get(agent) || !r.get(m.round) || !r.get(kept_len) ||
-            !r.get_bytes(kept_len, kept))
-            throw Corrupt("merge log entry is damaged");
         m.seq = read_be64(k.mv_data);
-        m.kept.assign(kept);
-        m.discarded.assign(r.rest());
-        m.owner = agent_name(t.get(), agent);
+        m.survivor = e.survivor;
+        m.round = e.round;
+        m.kept.assign(e.kept);
+        m.discarded.assign(e.discarded);
+        m.owner = owner_name(t.get(), e.owner);
         out.push_back(std::move(m));
         more = c.op(k, v, MDB_NEXT);
     }
@@ -703,27 +711,24 @@ std::vector<MergeRow> Store::merges(uint64_t after_seq, size_t limit) {
 
 // ---------------------------------------------------------------- writes
 
-uint32_t Store::ensure_agent(MDB_txn* txn, std::string_view name) {
-    if (auto a = agent_id(txn, name)) return *a;
-    uint64_t next = meta_u64(txn, "next_agent", 1);
+uint32_t Store::ensure_owner(MDB_txn* txn, std::string_view name) {
+    if (auto a = owner_id(txn, name)) return *a;
+    uint64_t next = meta_u64(txn, kMetaNextOwner, 1);
     if (next > 0xffffffffu) throw Error("too many distinct owners");
     uint32_t id = static_cast<uint32_t>(next);
-    put(txn, db_.agents, val(name), val(&id, 4));
+    put(txn, db_.owners_by_name, val(name), val(&id, 4));
     Be32 k(id);
-    put(txn, db_.agent_names, val(k.b, 4), val(name));
-    set_meta_u64(txn, "next_agent", next + 1);
+    put(txn, db_.owner_names, val(k.b, 4), val(name));
+    set_meta_u64(txn, kMetaNextOwner, next + 1);
     return id;
 }
 
-void Store::journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t agent) {
-    uint64_t seq = meta_u64(txn, "next_journal", 1);
-    unsigned char e[13];
-    e[0] = op;
-    std::memcpy(e + 1, &id, 8);
-    std::memcpy(e + 9, &agent, 4);
+void Store::journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t oid) {
+    uint64_t seq = meta_u64(txn, kMetaNextJournal, 1);
+    auto e = encode_journal(JournalEntry{op, id, oid});
     Be64 k(seq);
-    put(txn, db_.journal, val(k.b, 8), val(e, 13), MDB_APPEND);
-    set_meta_u64(txn, "next_journal", seq + 1);
+    put(txn, db_.journal, val(k.b, 8), val(e.data(), e.size()), MDB_APPEND);
+    set_meta_u64(txn, kMetaNextJournal, seq + 1);
 }
 
 void Store::hist_add(MDB_txn* txn, uint32_t owners, int64_t delta) {
@@ -739,10 +744,10 @@ void Store::hist_add(MDB_txn* txn, uint32_t owners, int64_t delta) {
         put(txn, db_.hist, val(k.b, 4), val(&n, 8));
 }
 
-bool Store::add_owner(MDB_txn* txn, uint64_t id, uint32_t agent) {
+bool Store::add_owner(MDB_txn* txn, uint64_t id, uint32_t oid) {
     Be64 k(id);
-    if (!put(txn, db_.owners, val(k.b, 8), val(&agent, 4), MDB_NODUPDATA)) return false;
-    Be32 ak(agent);
+    if (!put(txn, db_.owners, val(k.b, 8), val(&oid, 4), MDB_NODUPDATA)) return false;
+    Be32 ak(oid);
     put(txn, db_.owned, val(ak.b, 4), val(&id, 8), MDB_NODUPDATA);
     Cursor c(txn, db_.owners);
     MDB_val key = val(k.b, 8), v;
@@ -760,7 +765,7 @@ bool Store::add_owner(MDB_txn* txn, uint64_t id, uint32_t agent) {
 }
 
 void Store::add_edge(MDB_txn* txn, uint64_t a, uint64_t b) {
-    uint64_t linked = meta_u64(txn, "linked");
+    uint64_t linked = meta_u64(txn, kMetaLinked);
     for (int side = 0; side < 2; ++side) {
         uint64_t from = side ? b : a, to = side ? a : b;
         Be64 k(from);
@@ -768,12 +773,19 @@ void Store::add_edge(MDB_txn* txn, uint64_t a, uint64_t b) {
         bool had = agentsensus::get(txn, db_.edges, val(k.b, 8), probe);
         if (put(txn, db_.edges, val(k.b, 8), val(&to, 8), MDB_NODUPDATA) && !had) ++linked;
     }
-    set_meta_u64(txn, "linked", linked);
+    set_meta_u64(txn, kMetaLinked, linked);
+}
+
+// The exact-duplicate index entry digest -> id, and its reverse.
+void Store::add_digest(MDB_txn* txn, uint64_t id, MDB_val digest) {
+    Be64 k(id);
+    put(txn, db_.norms, digest, val(k.b, 8));
+    put(txn, db_.rnorms, val(k.b, 8), digest);
 }
 
 void Store::delete_record(MDB_txn* txn, uint64_t id) {
     Be64 k(id);
-    uint64_t linked = meta_u64(txn, "linked");
+    uint64_t linked = meta_u64(txn, kMetaLinked);
     std::vector<uint64_t> nbs = neighbors_in(txn, id);
     for (uint64_t nb : nbs) {
         Be64 nk(nb);
@@ -786,7 +798,7 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
         del(txn, db_.edges, val(k.b, 8));
         --linked;
     }
-    set_meta_u64(txn, "linked", linked);
+    set_meta_u64(txn, kMetaLinked, linked);
 
     // The text index entries that point here, found through the reverse index.
     {
@@ -822,18 +834,11 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
     journal(txn, kDel, id, 0);
 }
 
-void Store::put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t agent, uint32_t round,
+void Store::put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t oid, uint32_t round,
                       std::string_view kept, std::string_view discarded) {
-    // [u64 survivor][u32 agent][u32 round][u32 kept length] kept discarded
-    std::string e;
-    append<uint64_t>(e, survivor);
-    append<uint32_t>(e, agent);
-    append<uint32_t>(e, round);
-    append<uint32_t>(e, static_cast<uint32_t>(kept.size()));
-    e.append(kept);
-    e.append(discarded);
     Be64 mk(seq), sk(survivor);
-    put(txn, db_.merges, val(mk.b, 8), val(e), MDB_APPEND);
+    put(txn, db_.merges, val(mk.b, 8), val(encode_merge(MergeEntry{survivor, oid, round, kept, discarded})),
+        MDB_APPEND);
     put(txn, db_.rmerges, val(sk.b, 8), val(mk.b, 8));
 }
 
@@ -843,11 +848,11 @@ void Store::forget(const std::string& owner, uint64_t id) {
         Be64 k(id);
         MDB_val rv;
         if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv)) throw NotFound("no record " + std::to_string(id));
-        auto agent = agent_id(txn, owner);
-        MDB_val own = val(agent ? &*agent : nullptr, 4);
-        if (!agent || !del(txn, db_.owners, val(k.b, 8), &own))
+        auto oid = owner_id(txn, owner);
+        MDB_val own = val(oid ? &*oid : nullptr, 4);
+        if (!oid || !del(txn, db_.owners, val(k.b, 8), &own))
             throw NotFound("record " + std::to_string(id) + " is not owned by '" + owner + "'");
-        Be32 ak(*agent);
+        Be32 ak(*oid);
         MDB_val idv = val(&id, 8);
         del(txn, db_.owned, val(ak.b, 4), &idv);
         Cursor c(txn, db_.owners);
@@ -859,15 +864,50 @@ void Store::forget(const std::string& owner, uint64_t id) {
         }
         hist_add(txn, static_cast<uint32_t>(left + 1), -1);
         hist_add(txn, static_cast<uint32_t>(left), +1);
-        journal(txn, kDisown, id, *agent);
+        journal(txn, kDisown, id, *oid);
         if (left == 0) delete_record(txn, id);
     });
     sync_index();
 }
 
+// ---------------------------------------------------------------- the commit
+//
+// Phase 3 of a deposit, in named steps: validate_plans, then in one write
+// transaction added_since, and per deposit commit_deposit (new_record_conflict
+// + create_record, or merge_conflict + merge_into, per statement; then
+// link_deposit). The first conflict unwinds the transaction.
+
 CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity) {
     check_open();
-    // Validate and normalize everything before the transaction starts.
+    const std::vector<std::vector<float>> vecs = validate_plans(plans);
+    CommitResult res;
+    try {
+        env_->write([&](MDB_txn* txn) {
+            res = CommitResult{};  // the map may grow and this run again
+            const std::vector<Rival> rivals = added_since(txn, prepared_seq);
+            Counters c = read_counters(txn);
+            std::vector<uint64_t> staged;  // ids of the new records of this commit, in order
+            res.ids.resize(plans.size());
+            for (size_t p = 0; p < plans.size(); ++p) {
+                std::optional<std::string> why =
+                    commit_deposit(txn, plans[p], vecs[p].data(), rivals, min_similarity, c, staged, res.ids[p]);
+                if (why) {
+                    res.conflict = true;
+                    res.why = std::move(*why);
+                    throw CommitAbort{};
+                }
+            }
+            write_counters(txn, c);
+        });
+    } catch (const CommitAbort&) {
+        return res;
+    }
+    sync_index();
+    return res;
+}
+
+// Checks every plan and normalizes its vectors, before any transaction.
+std::vector<std::vector<float>> Store::validate_plans(const std::vector<DepositPlan>& plans) const {
     std::vector<std::vector<float>> vecs(plans.size());
     size_t new_count = 0;
     for (size_t p = 0; p < plans.size(); ++p) {
@@ -889,127 +929,130 @@ CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepa
             if (s.target == 0) ++new_count;
         }
     }
+    return vecs;
+}
 
-    CommitResult res;
-    try {
-    env_->write([&](MDB_txn* txn) {
-        res = CommitResult{};
-        uint64_t now = journal_end(txn);
-        // Records other writers added since prepare, for the similarity re-check.
-        std::vector<std::pair<uint64_t, std::vector<float>>> added;
-        if (now > prepared_seq) {
-            Cursor c(txn, db_.journal);
-            Be64 from(prepared_seq + 1);
-            MDB_val k = val(from.b, 8), v;
-            bool more = c.op(k, v, MDB_SET_RANGE);
-            while (more) {
-                const unsigned char* e = static_cast<const unsigned char*>(v.mv_data);
-                if (v.mv_size == 13 && e[0] == kAdd) {
-                    uint64_t id = load<uint64_t>(e + 1);
-                    std::vector<float> buf(dim_);
-                    if (vector_of(txn, id, buf.data())) added.emplace_back(id, std::move(buf));
-                }
-                more = c.op(k, v, MDB_NEXT);
-            }
+// The records other writers added after prepared_seq (and still hold), with
+// their vectors: a new record of this commit must not be similar to one.
+std::vector<Store::Rival> Store::added_since(MDB_txn* txn, uint64_t prepared_seq) {
+    std::vector<Rival> added;
+    if (journal_end(txn) <= prepared_seq) return added;
+    Cursor c(txn, db_.journal);
+    Be64 from(prepared_seq + 1);
+    MDB_val k = val(from.b, 8), v;
+    bool more = c.op(k, v, MDB_SET_RANGE);
+    while (more) {
+        JournalEntry e;
+        if (decode_journal(v, e) && e.op == kAdd) {
+            std::vector<float> buf(dim_);
+            if (vector_of(txn, e.record, buf.data())) added.push_back(Rival{e.record, std::move(buf)});
         }
-        auto conflict = [&](std::string why) {
-            res.conflict = true;
-            res.why = std::move(why);
-        };
-
-        uint64_t next_id = meta_u64(txn, "next_id", 1);
-        uint64_t next_merge = meta_u64(txn, "next_merge", 1);
-        uint64_t deposits = meta_u64(txn, "deposits");
-        std::vector<uint64_t> staged;  // ids of the new records of this commit, in order
-        res.ids.resize(plans.size());
-
-        for (size_t p = 0; p < plans.size() && !res.conflict; ++p) {
-            const DepositPlan& d = plans[p];
-            uint32_t agent = ensure_agent(txn, d.owner);
-            ++deposits;
-            std::vector<uint64_t>& ids = res.ids[p];
-            for (size_t i = 0; i < d.statements.size() && !res.conflict; ++i) {
-                const StatementPlan& s = d.statements[i];
-                const float* v = vecs[p].data() + i * dim_;
-                MDB_val digest = val(s.digest, kDigestBytes);
-                if (s.target == 0) {
-                    MDB_val cur;
-                    if (agentsensus::get(txn, db_.norms, digest, cur)) {
-                        conflict("an identical statement committed meanwhile");
-                        break;
-                    }
-                    for (const auto& a : added)
-                        if (similarity(metric_, v, a.second.data(), dim_) >= min_similarity) {
-                            conflict("a similar record committed meanwhile");
-                            break;
-                        }
-                    if (res.conflict) break;
-                    uint64_t id = next_id++;
-                    Be64 k(id);
-                    put(txn, db_.records, val(k.b, 8), val(encode_record(d.round, deposits, s.text)), MDB_APPEND);
-                    put(txn, db_.vectors, val(k.b, 8), val(v, dim_ * sizeof(float)), MDB_APPEND);
-                    put(txn, db_.norms, digest, val(k.b, 8));
-                    put(txn, db_.rnorms, val(k.b, 8), digest);
-                    add_owner(txn, id, agent);
-                    journal(txn, kAdd, id, agent);
-                    staged.push_back(id);
-                    ids.push_back(id);
-                    continue;
-                }
-                uint64_t id = s.target > 0 ? static_cast<uint64_t>(s.target) : staged[-s.target - 1];
-                Be64 k(id);
-                MDB_val rv;
-                if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv)) {
-                    conflict("record " + std::to_string(id) + " was deleted meanwhile");
-                    break;
-                }
-                RecordHeader h;
-                std::string_view current;
-                if (!decode_record(rv, h, current)) throw Corrupt("record " + std::to_string(id) + " is damaged");
-                if (s.target > 0 && current != s.expected) {
-                    conflict("record " + std::to_string(id) + " changed meanwhile");
-                    break;
-                }
-                std::string before(current);
-                if (s.kept != before) {
-                    put(txn, db_.records, val(k.b, 8), val(encode_record(h.round, h.deposit, s.kept)));
-                }
-                // Log what the merge let go of: the statement, the old text, or
-                // (a custom policy that wrote new text) both.
-                std::vector<std::string_view> dropped;
-                if (s.kept == before) {
-                    dropped.push_back(s.text);
-                } else {
-                    dropped.push_back(before);
-                    if (s.kept != s.text) dropped.push_back(s.text);
-                }
-                for (std::string_view disc : dropped) put_merge(txn, next_merge++, id, agent, d.round, s.kept, disc);
-                if (add_owner(txn, id, agent)) journal(txn, kOwn, id, agent);
-                MDB_val cur;
-                if (!agentsensus::get(txn, db_.norms, digest, cur)) {
-                    put(txn, db_.norms, digest, val(k.b, 8));
-                    put(txn, db_.rnorms, val(k.b, 8), digest);
-                }
-                ids.push_back(id);
-            }
-            if (res.conflict) break;
-            // Affiliation: the records this deposit ended in, pairwise.
-            std::vector<uint64_t> distinct(ids);
-            std::sort(distinct.begin(), distinct.end());
-            distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-            for (size_t a = 0; a < distinct.size(); ++a)
-                for (size_t b = a + 1; b < distinct.size(); ++b) add_edge(txn, distinct[a], distinct[b]);
-        }
-        if (res.conflict) throw CommitAbort{};
-        set_meta_u64(txn, "next_id", next_id);
-        set_meta_u64(txn, "next_merge", next_merge);
-        set_meta_u64(txn, "deposits", deposits);
-    });
-    } catch (const CommitAbort&) {
-        return res;
+        more = c.op(k, v, MDB_NEXT);
     }
-    sync_index();
-    return res;
+    return added;
+}
+
+// One deposit's statements, in order; ids gets the record each ends in. The
+// four conflicts, each a decision prepare saw made stale by another writer:
+// a new record whose text (new_record_conflict: identical) or meaning
+// (similar) was committed meanwhile, and a merge whose survivor was deleted
+// or changed meanwhile (merge_conflict).
+std::optional<std::string> Store::commit_deposit(MDB_txn* txn, const DepositPlan& d, const float* vectors,
+                                                 const std::vector<Rival>& rivals, float min_similarity, Counters& c,
+                                                 std::vector<uint64_t>& staged, std::vector<uint64_t>& ids) {
+    uint32_t oid = ensure_owner(txn, d.owner);
+    ++c.deposits;
+    for (size_t i = 0; i < d.statements.size(); ++i) {
+        const StatementPlan& s = d.statements[i];
+        const float* v = vectors + i * dim_;
+        uint64_t id;
+        if (s.target == 0) {
+            if (auto why = new_record_conflict(txn, s, v, rivals, min_similarity)) return why;
+            id = c.next_id++;
+            create_record(txn, id, s, v, oid, d.round, c.deposits);
+            staged.push_back(id);
+        } else {
+            id = s.target > 0 ? static_cast<uint64_t>(s.target) : staged[-s.target - 1];
+            if (auto why = merge_conflict(txn, id, s)) return why;
+            merge_into(txn, id, s, oid, d.round, c.next_merge);
+        }
+        ids.push_back(id);
+    }
+    link_deposit(txn, ids);
+    return std::nullopt;
+}
+
+std::optional<std::string> Store::new_record_conflict(MDB_txn* txn, const StatementPlan& s, const float* v,
+                                                      const std::vector<Rival>& rivals, float min_similarity) {
+    MDB_val cur;
+    if (agentsensus::get(txn, db_.norms, val(s.digest, kDigestBytes), cur))
+        return "an identical statement committed meanwhile";
+    for (const Rival& r : rivals)
+        if (similarity(metric_, v, r.vector.data(), dim_) >= min_similarity)
+            return "a similar record committed meanwhile";
+    return std::nullopt;
+}
+
+// A statement becomes record id, owned by its depositor.
+void Store::create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t oid,
+                          uint32_t round, uint64_t deposit) {
+    Be64 k(id);
+    put(txn, db_.records, val(k.b, 8), val(encode_record(round, deposit, s.text)), MDB_APPEND);
+    put(txn, db_.vectors, val(k.b, 8), val(v, dim_ * sizeof(float)), MDB_APPEND);
+    add_digest(txn, id, val(s.digest, kDigestBytes));
+    add_owner(txn, id, oid);
+    journal(txn, kAdd, id, oid);
+}
+
+// A merge into a committed record (target > 0) is stale when the record is
+// gone or its text is not the one the caller's policy saw; one into a record
+// of this commit (target < 0) cannot be.
+std::optional<std::string> Store::merge_conflict(MDB_txn* txn, uint64_t id, const StatementPlan& s) {
+    Be64 k(id);
+    MDB_val rv;
+    if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv)) return "record " + std::to_string(id) + " was deleted meanwhile";
+    RecordHeader h;
+    std::string_view current;
+    if (!decode_record(rv, h, current)) throw Corrupt("record " + std::to_string(id) + " is damaged");
+    if (s.target > 0 && current != s.expected) return "record " + std::to_string(id) + " changed meanwhile";
+    return std::nullopt;
+}
+
+// The merge: record id takes the kept text, the merge log what was let go
+// of, the owner set the depositor, and the text index the statement's digest.
+void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, uint32_t oid, uint32_t round,
+                       uint64_t& next_merge) {
+    Be64 k(id);
+    MDB_val rv;
+    RecordHeader h;
+    std::string_view current;
+    if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv) || !decode_record(rv, h, current))
+        throw Corrupt("record " + std::to_string(id) + " is damaged");
+    const std::string before(current);
+    if (s.kept != before) put(txn, db_.records, val(k.b, 8), val(encode_record(h.round, h.deposit, s.kept)));
+    // Log what the merge let go of: the statement, the old text, or (a custom
+    // policy that wrote new text) both.
+    std::vector<std::string_view> dropped;
+    if (s.kept == before) {
+        dropped.push_back(s.text);
+    } else {
+        dropped.push_back(before);
+        if (s.kept != s.text) dropped.push_back(s.text);
+    }
+    for (std::string_view disc : dropped) put_merge(txn, next_merge++, id, oid, round, s.kept, disc);
+    if (add_owner(txn, id, oid)) journal(txn, kOwn, id, oid);
+    MDB_val cur;
+    MDB_val digest = val(s.digest, kDigestBytes);
+    if (!agentsensus::get(txn, db_.norms, digest, cur)) add_digest(txn, id, digest);
+}
+
+// Affiliation: the records one deposit ended in, pairwise.
+void Store::link_deposit(MDB_txn* txn, const std::vector<uint64_t>& ids) {
+    std::vector<uint64_t> distinct(ids);
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    for (size_t a = 0; a < distinct.size(); ++a)
+        for (size_t b = a + 1; b < distinct.size(); ++b) add_edge(txn, distinct[a], distinct[b]);
 }
 
 }  // namespace agentsensus

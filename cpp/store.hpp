@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lmdb_env.hpp"
+#include "schema.hpp"
 #include "similarity.hpp"
 #include "vector_index.hpp"
 
@@ -95,14 +96,14 @@ struct Counters {
 // loaded before; an edge to a lower id needs that record loaded (an edge to a
 // higher id is added when that record's row lists it back).
 struct LoadBatch {
-    std::vector<std::string> agents;  // owner names to create first, in order
+    std::vector<std::string> owners;  // owner names to create first, in order
     std::vector<DumpRow> rows;
     std::vector<MergeRow> merges;
     const Counters* counters = nullptr;  // set the counters (last batch)
 };
 
 struct Stats {
-    uint64_t records = 0, deposits = 0, merges = 0, shared = 0, linked = 0, max_owners = 0, agents = 0;
+    uint64_t records = 0, deposits = 0, merges = 0, shared = 0, linked = 0, max_owners = 0, owners = 0;
 };
 
 struct StoreOptions {
@@ -139,7 +140,7 @@ public:
                           float min_similarity);
     // Phase 3: apply plans in one write transaction. If the store moved since
     // prepared_seq in a way that could change a decision, nothing is written
-    // and the result says conflict.
+    // and the result says conflict (the four conflicts: see commit_deposit).
     CommitResult commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity);
 
     std::vector<Row> recall(const std::string& owner, const float* query, size_t k, bool expand);
@@ -157,7 +158,7 @@ public:
     std::vector<DumpRow> dump(uint64_t after, size_t limit);
     Counters counters();
     // Every owner name the store has seen, in the order it first saw them.
-    std::vector<std::string> agents();
+    std::vector<std::string> owner_names();
     // Writes one batch of an import in one transaction; any error leaves the
     // store unchanged. See LoadBatch.
     void restore(const LoadBatch& b);
@@ -175,9 +176,15 @@ public:
     bool closed() const { return env_ == nullptr; }
 
 private:
+    // One handle per table of schema.hpp.
     struct Dbs {
-        MDB_dbi meta, records, vectors, owners, owned, agents, agent_names, edges, merges, rmerges, norms,
-            rnorms, journal, hist;
+        MDB_dbi meta, records, vectors, owners, owned, owners_by_name, owner_names, edges, merges, rmerges,
+            norms, rnorms, journal, hist;
+    };
+    // A record another writer added after a commit's prepare, with its vector.
+    struct Rival {
+        uint64_t id;
+        std::vector<float> vector;
     };
 
     void check_open() const;
@@ -190,26 +197,50 @@ private:
     void prepare_vector(const float* in, float* out) const;
 
     bool read_row(MDB_txn* txn, uint64_t id, Row& row);
-    std::string agent_name(MDB_txn* txn, uint32_t agent);
-    std::optional<uint32_t> agent_id(MDB_txn* txn, std::string_view name);
-    bool owns(MDB_txn* txn, uint32_t agent, uint64_t id);
-    size_t owned_count(MDB_txn* txn, uint32_t agent);
-    std::vector<uint64_t> owned_ids(MDB_txn* txn, uint32_t agent);
+    std::string owner_name(MDB_txn* txn, uint32_t owner);
+    std::optional<uint32_t> owner_id(MDB_txn* txn, std::string_view name);
+    bool owns(MDB_txn* txn, uint32_t owner, uint64_t id);
+    size_t owned_count(MDB_txn* txn, uint32_t owner);
+    std::vector<uint64_t> owned_ids(MDB_txn* txn, uint32_t owner);
     bool vector_of(MDB_txn* txn, uint64_t id, float* out);
     std::vector<uint64_t> neighbors_in(MDB_txn* txn, uint64_t id);
 
+    // The steps of commit, in order (all but validate_plans inside its write
+    // transaction). validate_plans checks and normalizes every statement
+    // before the transaction; added_since reads what other writers added
+    // after prepare; commit_deposit applies one deposit, statement by
+    // statement, and returns the first conflict: a new record meets
+    // new_record_conflict then create_record, a merge meets merge_conflict
+    // then merge_into; link_deposit joins the records the deposit ended in.
+    std::vector<std::vector<float>> validate_plans(const std::vector<DepositPlan>& plans) const;
+    std::vector<Rival> added_since(MDB_txn* txn, uint64_t prepared_seq);
+    std::optional<std::string> commit_deposit(MDB_txn* txn, const DepositPlan& d, const float* vectors,
+                                              const std::vector<Rival>& rivals, float min_similarity, Counters& c,
+                                              std::vector<uint64_t>& staged, std::vector<uint64_t>& ids);
+    std::optional<std::string> new_record_conflict(MDB_txn* txn, const StatementPlan& s, const float* v,
+                                                   const std::vector<Rival>& rivals, float min_similarity);
+    void create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t owner,
+                       uint32_t round, uint64_t deposit);
+    std::optional<std::string> merge_conflict(MDB_txn* txn, uint64_t id, const StatementPlan& s);
+    void merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, uint32_t owner, uint32_t round,
+                    uint64_t& next_merge);
+    void link_deposit(MDB_txn* txn, const std::vector<uint64_t>& ids);
+
     // Write-side helpers (inside a write transaction).
-    uint32_t ensure_agent(MDB_txn* txn, std::string_view name);
-    void journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t agent);
+    uint32_t ensure_owner(MDB_txn* txn, std::string_view name);
+    void journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t owner);
     void hist_add(MDB_txn* txn, uint32_t owners, int64_t delta);
-    bool add_owner(MDB_txn* txn, uint64_t id, uint32_t agent);
+    bool add_owner(MDB_txn* txn, uint64_t id, uint32_t owner);
     void add_edge(MDB_txn* txn, uint64_t a, uint64_t b);
+    void add_digest(MDB_txn* txn, uint64_t id, MDB_val digest);
     void delete_record(MDB_txn* txn, uint64_t id);
     // One merge-log entry at seq, indexed under its survivor.
-    void put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t agent, uint32_t round,
+    void put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t owner, uint32_t round,
                    std::string_view kept, std::string_view discarded);
-    uint64_t meta_u64(MDB_txn* txn, const char* key, uint64_t dflt = 0);
-    void set_meta_u64(MDB_txn* txn, const char* key, uint64_t v);
+    uint64_t meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t dflt = 0);
+    void set_meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t v);
+    Counters read_counters(MDB_txn* txn);
+    void write_counters(MDB_txn* txn, const Counters& c);
 
     std::string dir_;
     std::unique_ptr<Env> env_;
@@ -227,10 +258,10 @@ private:
     uint64_t applied_seq_ = 0;  // journal entries reflected in index_
     uint64_t saved_seq_ = 0;    // what the index file on disk reflects
     bool index_saved_valid_ = false;
-    std::unordered_map<uint32_t, std::vector<uint64_t>> allow_;  // per-agent owned-id bitsets
+    std::unordered_map<uint32_t, std::vector<uint64_t>> allow_;  // per-owner owned-id bitsets
 
     std::mutex names_mu_;
-    std::unordered_map<uint32_t, std::string> names_;  // committed agent names
+    std::unordered_map<uint32_t, std::string> names_;  // committed owner names
 };
 
 }  // namespace agentsensus

@@ -57,18 +57,14 @@ std::vector<DumpRow> Store::dump(uint64_t after, size_t limit) {
 Counters Store::counters() {
     check_open();
     ReadTxn t(*env_);
-    Counters c;
-    c.next_id = meta_u64(t.get(), "next_id", 1);
-    c.next_merge = meta_u64(t.get(), "next_merge", 1);
-    c.deposits = meta_u64(t.get(), "deposits");
-    return c;
+    return read_counters(t.get());
 }
 
-std::vector<std::string> Store::agents() {
+std::vector<std::string> Store::owner_names() {
     check_open();
     ReadTxn t(*env_);
     std::vector<std::string> out;
-    Cursor c(t.get(), db_.agent_names);  // keyed by big-endian id: first-seen order
+    Cursor c(t.get(), db_.owner_names);  // keyed by big-endian id: first-seen order
     MDB_val k, v;
     bool more = c.op(k, v, MDB_FIRST);
     while (more) {
@@ -98,7 +94,7 @@ void check_owner_name(const std::string& name) {
 void Store::restore(const LoadBatch& b) {
     check_open();
     // Everything that needs no transaction is checked first.
-    for (const std::string& a : b.agents) check_owner_name(a);
+    for (const std::string& a : b.owners) check_owner_name(a);
     for (const DumpRow& r : b.rows) {
         std::string what = "record " + std::to_string(r.id);
         if (r.text.empty() || r.text.size() > kMaxStatementBytes)
@@ -127,7 +123,7 @@ void Store::restore(const LoadBatch& b) {
     }
 
     env_->write([&](MDB_txn* txn) {
-        for (const std::string& a : b.agents) ensure_agent(txn, a);
+        for (const std::string& a : b.owners) ensure_owner(txn, a);
         uint64_t last = last_key(txn, db_.records);
         for (const DumpRow& r : b.rows) {
             std::string what = "record " + std::to_string(r.id);
@@ -145,9 +141,9 @@ void Store::restore(const LoadBatch& b) {
                 put(txn, db_.rnorms, val(k.b, 8), val(d));
             }
             for (size_t i = 0; i < r.owners.size(); ++i) {
-                uint32_t agent = ensure_agent(txn, r.owners[i]);
-                if (!add_owner(txn, r.id, agent)) throw InvalidArgument(what + " names owner '" + r.owners[i] + "' twice");
-                journal(txn, i == 0 ? kAdd : kOwn, r.id, agent);
+                uint32_t oid = ensure_owner(txn, r.owners[i]);
+                if (!add_owner(txn, r.id, oid)) throw InvalidArgument(what + " names owner '" + r.owners[i] + "' twice");
+                journal(txn, i == 0 ? kAdd : kOwn, r.id, oid);
             }
             for (uint64_t e : r.edges) {
                 if (e == r.id) throw InvalidArgument(what + " has an edge to itself");
@@ -169,7 +165,7 @@ void Store::restore(const LoadBatch& b) {
             MDB_val sv;
             if (!agentsensus::get(txn, db_.records, val(sk.b, 8), sv))
                 throw InvalidArgument(what + " names record " + std::to_string(m.survivor) + ", which is not there");
-            put_merge(txn, m.seq, m.survivor, ensure_agent(txn, m.owner), m.round, m.kept, m.discarded);
+            put_merge(txn, m.seq, m.survivor, ensure_owner(txn, m.owner), m.round, m.kept, m.discarded);
         }
         if (b.counters) {
             const Counters& c = *b.counters;
@@ -177,12 +173,10 @@ void Store::restore(const LoadBatch& b) {
                 throw InvalidArgument("next_id " + std::to_string(c.next_id) + " is not above every record id");
             if (c.next_merge <= last_key(txn, db_.merges))
                 throw InvalidArgument("next_merge " + std::to_string(c.next_merge) + " is not above every merge seq");
-            set_meta_u64(txn, "next_id", c.next_id);
-            set_meta_u64(txn, "next_merge", c.next_merge);
-            set_meta_u64(txn, "deposits", c.deposits);
+            write_counters(txn, c);
         } else {
-            set_meta_u64(txn, "next_id", std::max(meta_u64(txn, "next_id", 1), last + 1));
-            set_meta_u64(txn, "next_merge", std::max(meta_u64(txn, "next_merge", 1), last_merge + 1));
+            set_meta_u64(txn, kMetaNextId, std::max(meta_u64(txn, kMetaNextId, 1), last + 1));
+            set_meta_u64(txn, kMetaNextMerge, std::max(meta_u64(txn, kMetaNextMerge, 1), last_merge + 1));
         }
     });
     sync_index();  // as after a commit: the index serves what was just written

@@ -9,12 +9,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <shared_mutex>
 #include <thread>
 
 #include <usearch/index_dense.hpp>
-
-#include <mutex>
-#include <shared_mutex>
 
 #include "checksum.hpp"
 #include "errors.hpp"
@@ -28,9 +27,6 @@ namespace us = unum::usearch;
 namespace {
 
 constexpr size_t kSerialPrefix = 4096;  // see add_many
-// 002: the header carries the body's size and checksum. Files of 001 read as
-// damaged, so the index is rebuilt once (it is a cache).
-constexpr char kMagic[8] = {'A', 'S', 'I', 'D', 'X', '0', '0', '2'};
 constexpr size_t kBodyOffset = 8 + sizeof(IndexHeader);
 
 // A read-only mapping of a whole file.
@@ -65,7 +61,7 @@ bool map_checked(const std::string& path, size_t dim, Metric metric, IndexHeader
     m.p = static_cast<const unsigned char*>(p);
     m.n = static_cast<size_t>(st.st_size);
     std::memcpy(&h, m.p + 8, sizeof h);
-    if (std::memcmp(m.p, kMagic, 8) != 0) {
+    if (std::memcmp(m.p, kIndexMagic, 8) != 0) {
         why = "index file header is damaged";
         return false;
     }
@@ -355,7 +351,7 @@ void VectorIndex::save(const std::string& path, const IndexHeader& given) const 
     if (!f) throw Error("cannot write index file " + tmp + ": " + std::strerror(errno));
     IndexHeader h = given;
     h.body_bytes = h.body_sum = 0;
-    bool ok = std::fwrite(kMagic, 1, 8, f) == 8 && std::fwrite(&h, sizeof h, 1, f) == 1;
+    bool ok = std::fwrite(kIndexMagic, 1, 8, f) == 8 && std::fwrite(&h, sizeof h, 1, f) == 1;
     if (ok) {
         auto r = impl_->index.save_to_stream(
             [f](void const* buf, std::size_t n) noexcept { return std::fwrite(buf, 1, n, f) == n; });

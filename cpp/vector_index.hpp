@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "schema.hpp"
 #include "similarity.hpp"
 
 namespace agentsensus {
@@ -17,14 +18,7 @@ struct Hit {
     float score;  // similarity: higher is closer
 };
 
-struct IndexHeader {
-    unsigned char store_uuid[16];
-    uint64_t journal_seq;  // the last journal entry the saved index reflects
-    uint32_t dim;
-    uint32_t metric;
-    uint64_t body_bytes;   // the usearch serialization that follows
-    uint64_t body_sum;     // checksum64 of it: a damaged file is never mapped or loaded
-};
+// IndexHeader, the index file's header, is part of the file format (schema.hpp).
 
 struct IndexParams {
     size_t connectivity = 16;
