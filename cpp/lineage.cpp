@@ -375,16 +375,12 @@ std::vector<uint64_t> Lineage::apply(const std::vector<LineageOp>& ops, bool com
 
 // ------------------------------------------------------------------- frontier
 
-void Lineage::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Walk& out) {
+void Lineage::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Reached& out) {
     out.links.clear();
-    out.owners.clear();
-    out.starts.clear();
+    out.owner_ids.clear();
     auto root = key_rec(txn, key);
     if (!root) throw NotFound("no lineage key " + quoted(key));
-    if (root->head == 0) {
-        out.starts.push_back(0);
-        return;
-    }
+    if (root->head == 0) return;
 
     struct Node {
         uint32_t key;
@@ -401,7 +397,7 @@ void Lineage::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Walk&
     std::unordered_map<std::pair<uint32_t, uint64_t>, bool, NodeHash> seen;
     // Owner ids in the order met; links hold the index. A plan has few owners,
     // so a linear search with the last hit first beats a hash map.
-    std::vector<uint32_t> ids;
+    std::vector<uint32_t>& ids = out.owner_ids;
     uint32_t last = 0;
     auto owner_index = [&](uint32_t id) -> uint32_t {
         if (last < ids.size() && ids[last] == id) return last;
@@ -416,7 +412,6 @@ void Lineage::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Walk&
         return scope->count(name) > 0;
     };
 
-    std::vector<Link> found;
     std::vector<Node> stack{{root->id, root->head, scope == nullptr || scoped(key)}};
     seen[{root->id, root->head}] = stack.back().in_scope;
     while (!stack.empty()) {
@@ -427,13 +422,13 @@ void Lineage::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Walk&
         ParsedVersion pv;
         if (!parse_version(v, pv)) throw Corrupt("a lineage version record is truncated");
         // pv.n is read from disk: trust it only as far as the record's size allows.
-        found.reserve(found.size() + std::min<size_t>(pv.n, pv.inputs.size() / kMinInputEntry));
+        out.links.reserve(out.links.size() + std::min<size_t>(pv.n, pv.inputs.size() / kMinInputEntry));
         InputReader ir(pv.inputs);
         InputEntry e;
         while (ir.next(e)) {
             bool in = n.in_scope || (scope != nullptr && scoped(e.name));
-            // Duplicates (one input reached along two paths) go after the sort.
-            if (in) found.push_back(Link{e.name, e.version, e.digest, owner_index(e.owner), e.derived != 0});
+            // Duplicates (one input reached along two paths) go in the grouping.
+            if (in) out.links.push_back(Link{e.name, e.version, e.digest, owner_index(e.owner), e.derived != 0});
             if (!e.derived) continue;
             auto rec = key_rec(txn, e.name);
             if (!rec) throw Corrupt("lineage input " + quoted(e.name) + " is recorded but missing");
@@ -445,74 +440,110 @@ void Lineage::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Walk&
             stack.push_back(Node{rec->id, e.version, in});
         }
     }
+}
 
-    // Owners by name. Equal names (only in a damaged store) share one rank,
-    // so they form one group as a sort by name would.
+std::vector<uint32_t> Lineage::rank_owners(MDB_txn* txn, const std::vector<uint32_t>& ids,
+                                           std::vector<std::string_view>& names_out) {
+    // Equal names (only in a damaged store) share one rank, so they form one
+    // group as a sort by name would.
     std::vector<std::pair<std::string_view, uint32_t>> names;  // name, index in ids
     names.reserve(ids.size());
     for (uint32_t i = 0; i < ids.size(); ++i) names.emplace_back(owner_name(txn, ids[i]), i);
     std::sort(names.begin(), names.end());
     std::vector<uint32_t> rank(ids.size());
     for (size_t i = 0; i < names.size(); ++i) {
-        if (i == 0 || names[i].first != names[i - 1].first) out.owners.push_back(names[i].first);
-        rank[names[i].second] = static_cast<uint32_t>(out.owners.size() - 1);
+        if (i == 0 || names[i].first != names[i - 1].first) names_out.push_back(names[i].first);
+        rank[names[i].second] = static_cast<uint32_t>(names_out.size() - 1);
     }
+    return rank;
+}
 
+namespace {
+
+template <class L>
+bool link_less(const L& a, const L& b) {
+    return a.key != b.key ? a.key < b.key : a.version < b.version;
+}
+
+template <class L>
+bool link_same(const L& a, const L& b) {
+    return a.version == b.version && a.key == b.key;
+}
+
+}  // namespace
+
+// Sorts each owner's run of links by key, version; true if any run held a
+// repeat or two runs share a link (then duplicates must go).
+bool Lineage::sort_within_owners(Grouped& g) {
+    bool dups = false;
+    for (size_t o = 0; o + 1 < g.starts.size(); ++o) {
+        auto b = g.links.begin() + g.starts[o], e = g.links.begin() + g.starts[o + 1];
+        // Strictly increasing: sorted and distinct, the usual case.
+        if (std::adjacent_find(b, e, [](const Link& x, const Link& y) { return !link_less(x, y); }) == e) {
+            if (o > 0 && b != e && link_same(b[-1], *b)) dups = true;  // across owners: only in a damaged store
+            continue;
+        }
+        std::sort(b, e, link_less<Link>);
+        dups = true;
+    }
+    return dups;
+}
+
+// Keeps the first of each (key, version), then recomputes the owner runs;
+// owners left with no link (all theirs were another owner's too) go.
+void Lineage::drop_duplicates(Grouped& g) {
+    size_t w = 0;
+    for (size_t i = 0; i < g.links.size(); ++i) {
+        if (w > 0 && link_same(g.links[w - 1], g.links[i])) continue;
+        g.links[w++] = g.links[i];
+    }
+    g.links.resize(w);
+    g.starts.assign(1, 0);
+    for (size_t i = 0; i < w; ++i)
+        if (i + 1 == w || g.links[i + 1].owner != g.links[i].owner) g.starts.push_back(i + 1);
+    std::vector<std::string_view> kept;
+    for (size_t o = 0; o + 1 < g.starts.size(); ++o) {
+        kept.push_back(g.owners[g.links[g.starts[o]].owner]);
+        for (size_t i = g.starts[o]; i < g.starts[o + 1]; ++i) g.links[i].owner = static_cast<uint32_t>(o);
+    }
+    g.owners.swap(kept);
+}
+
+void Lineage::group_by_owner(MDB_txn* txn, Reached& r, Grouped& out) {
+    out.links.clear();
+    out.owners.clear();
+    std::vector<uint32_t> rank = rank_owners(txn, r.owner_ids, out.owners);
     // Counting sort by owner rank keeps the walk's order within an owner. A
     // version's inputs are stored sorted by key, so a one-level frontier is
     // already in order and only deeper walks pay for a sort.
     std::vector<size_t> count(out.owners.size() + 1, 0);
-    for (Link& l : found) {
+    for (Link& l : r.links) {
         l.owner = rank[l.owner];
         ++count[l.owner + 1];
     }
     for (size_t i = 1; i < count.size(); ++i) count[i] += count[i - 1];
     out.starts = count;
-    out.links.resize(found.size());
-    for (const Link& l : found) out.links[count[l.owner]++] = l;
-    auto less = [](const Link& a, const Link& b) { return a.key != b.key ? a.key < b.key : a.version < b.version; };
-    auto same = [](const Link& a, const Link& b) { return a.version == b.version && a.key == b.key; };
-    bool dups = false;
-    for (size_t g = 0; g + 1 < out.starts.size(); ++g) {
-        auto b = out.links.begin() + out.starts[g], e = out.links.begin() + out.starts[g + 1];
-        // Strictly increasing: sorted and distinct, the usual case.
-        if (std::adjacent_find(b, e, [&](const Link& x, const Link& y) { return !less(x, y); }) == e) {
-            if (g > 0 && same(b[-1], *b)) dups = true;  // across owners: only in a damaged store
-            continue;
-        }
-        std::sort(b, e, less);
-        dups = true;
-    }
-    if (!dups) return;
-    // Distinct (key, version), then the group bounds again.
-    size_t w = 0;
-    for (size_t i = 0; i < out.links.size(); ++i) {
-        if (w > 0 && same(out.links[w - 1], out.links[i])) continue;
-        out.links[w++] = out.links[i];
-    }
-    out.links.resize(w);
-    out.starts.assign(1, 0);
-    for (size_t i = 0; i < w; ++i)
-        if (i + 1 == w || out.links[i + 1].owner != out.links[i].owner) out.starts.push_back(i + 1);
-    // Owners left with no link (all theirs were duplicates of another's) go.
-    std::vector<std::string_view> kept;
-    for (size_t g = 0; g + 1 < out.starts.size(); ++g) {
-        kept.push_back(out.owners[out.links[out.starts[g]].owner]);
-        for (size_t i = out.starts[g]; i < out.starts[g + 1]; ++i) out.links[i].owner = static_cast<uint32_t>(g);
-    }
-    out.owners.swap(kept);
+    out.links.resize(r.links.size());
+    for (const Link& l : r.links) out.links[count[l.owner]++] = l;
+    if (sort_within_owners(out)) drop_duplicates(out);
+}
+
+void Lineage::walk_grouped(MDB_txn* txn, std::string_view key, const Scope* scope, Grouped& out) {
+    Reached r;
+    walk(txn, key, scope, r);
+    group_by_owner(txn, r, out);
 }
 
 std::vector<LinkRow> Lineage::frontier(std::string_view key, const Scope* scope) {
     ReadTxn t(env_);
-    Walk w;
-    walk(t.get(), key, scope, w);
+    Grouped g;
+    walk_grouped(t.get(), key, scope, g);
     std::vector<LinkRow> out;
-    out.reserve(w.links.size());
-    for (size_t g = 0; g < w.owners.size(); ++g)
-        for (size_t i = w.starts[g]; i < w.starts[g + 1]; ++i) {
-            const Link& l = w.links[i];
-            out.push_back(LinkRow{std::string(l.key), std::string(w.owners[g]), l.version, l.digest, l.derived});
+    out.reserve(g.links.size());
+    for (size_t o = 0; o < g.owners.size(); ++o)
+        for (size_t i = g.starts[o]; i < g.starts[o + 1]; ++i) {
+            const Link& l = g.links[i];
+            out.push_back(LinkRow{std::string(l.key), std::string(g.owners[o]), l.version, l.digest, l.derived});
         }
     return out;
 }
@@ -533,25 +564,7 @@ PreparedCheck Lineage::group(std::vector<LinkRow> links) {
     return p;
 }
 
-PreparedCheck Lineage::prepare(std::string_view key, const Scope* scope) {
-    ReadTxn t(env_);
-    Walk w;
-    walk(t.get(), key, scope, w);
-    PreparedCheck p;
-    p.groups.resize(w.owners.size());
-    for (size_t g = 0; g < w.owners.size(); ++g) {
-        OwnerGroup& grp = p.groups[g];
-        grp.owner = std::string(w.owners[g]);
-        grp.links.reserve(w.starts[g + 1] - w.starts[g]);
-        for (size_t i = w.starts[g]; i < w.starts[g + 1]; ++i) {
-            const Link& l = w.links[i];
-            grp.links.push_back(LinkRow{std::string(l.key), grp.owner, l.version, l.digest, l.derived});
-        }
-        QueryEncoder enc(grp.query, grp.links.size());
-        for (const LinkRow& l : grp.links) enc.add(l.key, l.version);
-    }
-    return p;
-}
+PreparedCheck Lineage::prepare(std::string_view key, const Scope* scope) { return group(frontier(key, scope)); }
 
 PreparedCheck Lineage::prepare_all() {
     std::vector<LinkRow> links;
@@ -741,8 +754,8 @@ CheckResult Lineage::check_local(std::string_view key, const Scope* scope) {
     // it from this store as the owner would (decode, look up, encode), then
     // judge the decoded answers. Keys stay views into the mapped pages.
     ReadTxn t(env_);
-    Walk w;
-    walk(t.get(), key, scope, w);
+    Grouped w;
+    walk_grouped(t.get(), key, scope, w);
     const size_t groups = w.owners.size();
     std::vector<std::string> queries(groups);
     std::vector<Ask> asks(groups);

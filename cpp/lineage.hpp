@@ -147,18 +147,25 @@ private:
         MDB_dbi keys, owners, versions, values, meta;
     };
 
-    // A frontier link read in place: key (and the owner names of Walk) point
-    // into the read transaction's pages, valid while that transaction lives.
+    // A frontier link read in place: key (and the owner names of Grouped)
+    // point into the read transaction's pages, valid while it lives.
     struct Link {
         std::string_view key;
         uint64_t version;
         ValueDigest digest;
-        uint32_t owner;  // index into Walk::owners
+        uint32_t owner;  // index into Reached::owner_ids, then Grouped::owners
         bool derived;
+    };
+    // What the walk reaches, in walk order: in-scope links, possibly
+    // repeated (one input reached along two paths), and the owner ids in the
+    // order they were met.
+    struct Reached {
+        std::vector<Link> links;
+        std::vector<uint32_t> owner_ids;
     };
     // A frontier grouped by owner: owners sorted by name, links of owner i
     // at [starts[i], starts[i + 1]), sorted by key, version, and distinct.
-    struct Walk {
+    struct Grouped {
         std::vector<Link> links;
         std::vector<std::string_view> owners;
         std::vector<size_t> starts;
@@ -168,7 +175,21 @@ private:
     std::optional<uint32_t> owner_id(MDB_txn* txn, std::string_view owner);
     std::string_view owner_name(MDB_txn* txn, uint32_t id);
     bool version_digest(MDB_txn* txn, uint32_t key, uint64_t version, ValueDigest& out);
-    void walk(MDB_txn* txn, std::string_view key, const Scope* scope, Walk& out);
+    // The frontier in two steps: walk (every link reachable from key's head
+    // through derived inputs, cut to scope; NotFound for an unknown key),
+    // then group_by_owner (rank the owners by name, bucket the links by
+    // rank, sort each bucket, drop duplicates).
+    void walk(MDB_txn* txn, std::string_view key, const Scope* scope, Reached& out);
+    void group_by_owner(MDB_txn* txn, Reached& r, Grouped& out);
+    void walk_grouped(MDB_txn* txn, std::string_view key, const Scope* scope, Grouped& out);
+    // Ranks of owner_ids by name (equal names share a rank); names_out gets
+    // the distinct names in rank order.
+    std::vector<uint32_t> rank_owners(MDB_txn* txn, const std::vector<uint32_t>& ids,
+                                      std::vector<std::string_view>& names_out);
+    static bool sort_within_owners(Grouped& g);
+    static void drop_duplicates(Grouped& g);
+    // LinkRows sorted by owner (as frontier returns them) into one encoded
+    // query per owner.
     PreparedCheck group(std::vector<LinkRow> links);
     // One owner's decoded head query and, after answer_in, its answers.
     // keys point into key_bytes (inline for short keys): decode in place and

@@ -1,5 +1,5 @@
-"""The Fence API of API.md on a real store: versions, owners, frontier,
-scope, early cutoff, check and guard."""
+"""The Fence API on a real store: versions, owners, early cutoff, check and
+guard (the frontier walk has its own tests in test_frontier.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from agentsensus import Error, Link, StalePlanError, Store
+from agentsensus import Error, StalePlanError, Store
 
 
 def test_versions_start_at_one_and_republishing_makes_a_new_version(store):
@@ -31,38 +31,6 @@ def test_writing_a_key_as_another_owner_is_refused(store):
 def test_head_of_unknown_key_raises_keyerror(store):
     with pytest.raises(KeyError):
         store.fence.head("nope")
-
-
-def test_frontier_follows_derived_inputs_down_to_base_inputs(store):
-    f = store.fence
-    f.publish("req", "alice", "r")
-    f.publish("sched", "carol", "s")
-    f.publish("budget", "bob", "b")
-    f.derive("logistics", "dave", "l", {"req": 1, "sched": 1})
-    f.derive("plan", "dave", "p", {"logistics": 1, "budget": 1})
-    got = f.frontier("plan")
-    assert [(l.key, l.owner, l.version) for l in got] == [
-        ("req", "alice", 1),
-        ("budget", "bob", 1),
-        ("sched", "carol", 1),
-        ("logistics", "dave", 1),
-    ]
-    assert all(isinstance(l, Link) for l in got)
-
-
-def test_scope_keeps_keys_in_scope_and_everything_beneath_a_derived_key_in_scope(store):
-    f = store.fence
-    f.publish("req", "alice", "r")
-    f.publish("sched", "carol", "s")
-    f.publish("budget", "bob", "b")
-    f.derive("logistics", "dave", "l", {"req": 1, "sched": 1})
-    f.derive("plan", "dave", "p", {"logistics": 1, "budget": 1})
-    assert {l.key for l in f.frontier("plan", scope=["budget"])} == {"budget"}
-    assert {l.key for l in f.frontier("plan", scope=["logistics"])} == {"logistics", "req", "sched"}
-    assert f.frontier("plan", scope=[]) == []
-    f.publish("budget", "bob", "b2")
-    assert f.check("plan", scope=["logistics"]).current
-    assert not f.check("plan", scope=["budget"]).current
 
 
 def test_check_reports_what_moved_and_asks_each_owner_once(store):
@@ -89,27 +57,6 @@ def test_early_cutoff_a_head_with_the_recorded_content_is_current(store):
     assert f.check("plan").current
     f.publish("req", "alice", "other")
     assert not f.check("plan").current
-
-
-def test_an_input_reached_along_two_paths_is_listed_once(store):
-    f = store.fence
-    f.publish("req", "alice", "r")
-    f.derive("a", "dave", "a", {"req": 1})
-    f.derive("b", "dave", "b", {"req": 1})
-    f.derive("plan", "dave", "p", {"a": 1, "b": 1, "req": 1})
-    keys = [(l.key, l.version) for l in f.frontier("plan")]
-    assert sorted(keys) == [("a", 1), ("b", 1), ("req", 1)]
-
-
-def test_a_plan_may_link_to_an_older_version_of_itself(store):
-    f = store.fence
-    f.publish("req", "alice", "r")
-    f.derive("plan", "dave", "p1", {"req": 1})
-    f.derive("plan", "dave", "p2", {"plan": 1, "req": 1})
-    assert {(l.key, l.version) for l in f.frontier("plan")} == {("plan", 1), ("req", 1)}
-    # plan moved to 2 since version 2 recorded plan@1: the walk terminates and reports it
-    c = f.check("plan")
-    assert not c.current and [s.key for s in c.stale] == ["plan"]
 
 
 def test_guard_replans_once_then_returns_a_current_check(store):
