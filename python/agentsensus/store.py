@@ -1,4 +1,5 @@
-"""``Store``: the consensus long-term memory of many agents (see API.md)."""
+"""``Store``: the consensus long-term memory of many agents (see
+docs/reference/contract.md, "Store")."""
 
 from __future__ import annotations
 
@@ -56,10 +57,10 @@ class Store:
 
     Agents that witness the same event write it once: a statement that the
     judge finds equivalent to an existing record merges into it and the
-    record's owner set gains the depositor. See the package README and
-    API.md for the full contract.
+    record's owner set gains the depositor. docs/reference/contract.md
+    gives the full contract.
 
-    Extra keyword arguments beyond API.md: ``merge_policy`` (``"keep_shorter"``
+    The tuning keyword arguments: ``merge_policy`` (``"keep_shorter"``
     (default), ``"keep_names"`` or a callable ``(existing, incoming) -> str``),
     ``sync`` (``True``: fsync every commit), ``exact_cutoff`` (owners with
     at most this many records are recalled by an exact scan), ``map_size``
@@ -191,7 +192,7 @@ class Store:
     @property
     def fence(self) -> "Fence":
         """Planfence derivation currency, kept in this store's lineage tables
-        (see :class:`agentsensus.fence.Fence`)."""
+        (see :class:`agentsensus.planfence.fence.Fence`)."""
         self._handles()  # raises when the store is closed
         if "_fence" not in self.__dict__:
             from .planfence.fence import Fence

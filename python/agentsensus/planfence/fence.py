@@ -1,4 +1,4 @@
-"""Planfence: derivation currency for plans (API.md, "Planfence").
+"""Planfence: derivation currency for plans (docs/reference/contract.md, "Planfence").
 
 A plan stores exact links to the versions of the inputs it was derived from.
 Before a protected action, :meth:`Fence.check` walks those links to the
@@ -8,7 +8,7 @@ replan once before it blocks with :class:`StalePlanError`.
 
 The lineage lives in the store's LMDB environment (C++ engine); owners may
 live in other processes, reached through a ``heads`` source such as
-:class:`agentsensus.heads_transport.HeadsClient`.
+:class:`agentsensus.planfence.transport.HeadsClient`.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class Fence:
     a derived item (a plan) with links to the exact input versions it used;
     ``check``/``guard`` decide whether a plan is still current.
 
-    Extras beside API.md: ``observe`` (record a version another store owns,
+    Beside publish, derive, check and guard: ``observe`` (record a version another store owns,
     so plans here can link to it), ``owner``, ``value``, ``keys``,
     ``check_all`` (all-key validation) and ``answer`` (the owner's side of a
     head query, for transports).
