@@ -266,6 +266,18 @@ def test_the_checks_catch_what_they_look_for(tmp_path: Path) -> None:
     assert cited_outside(doc, package=pkg, root=tmp_path) == ["cpp/codec.hpp", "contract.md"]
 
 
+def test_readme_links_only_into_the_repository() -> None:
+    # The README is what a reader meets first, on a forge or in the sdist:
+    # everything it links to ships with it.
+    readme = _FENCE.sub(_blank, (ROOT / "README.md").read_text(encoding="utf-8"))
+    targets = [m.group(1) for m in _LINK.finditer(_CODE.sub(lambda m: " " * len(m.group(0)), readme))]
+    targets += [m.group(1) for m in _REF_LINK.finditer(readme)]
+    assert targets, "the README links the contract and the design"
+    outside = [t for t in targets if _EXTERNAL.match(t) and not t.startswith("#")]
+    assert not outside, f"README links outside the repository: {outside}"
+    assert {"docs/reference/contract.md", "docs/design.md"} <= {t.split("#", 1)[0] for t in targets}
+
+
 def test_readme_test_command_is_what_ci_runs() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
