@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Iterator
 
 import pytest
 
 from agentsensus import Store
+
+# The experiments' executors (bench/planfence_baselines) are bench code, not
+# part of the package: appended, so nothing in bench/ shadows an installed name.
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench")
+if BENCH not in sys.path:
+    sys.path.append(BENCH)
 
 
 @pytest.fixture

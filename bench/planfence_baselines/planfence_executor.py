@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from ..fence import Check, Fence, StalePlanError
-from ..store import Store
+from agentsensus import Check, Fence, StalePlanError, Store
+
 from .executor import Executor, Outcome
 
 __all__ = ["PlanfenceExecutor", "LocalOwners", "guarded_act"]
@@ -51,13 +51,15 @@ def guarded_act(fence: Fence, plan: str, scope: Optional[Iterable[str]], replan:
 class PlanfenceExecutor(Executor):
     """One store per agent under ``root``; ``planner`` keeps the plans.
     ``heads``: how owners are asked (default: their stores, in process; a
-    :class:`agentsensus.heads_transport.HeadsClient` for other processes)."""
+    heads client of :mod:`agentsensus.heads_transport` for other processes).
+    ``sync=False`` opens the stores without a flush per commit (for runs
+    timed in virtual time, where durability costs nothing)."""
 
     name = "Planfence"
 
-    def __init__(self, root: str, agents: Iterable[str], planner: str, heads: Any = None) -> None:
+    def __init__(self, root: str, agents: Iterable[str], planner: str, heads: Any = None, sync: bool = True) -> None:
         os.makedirs(root, exist_ok=True)
-        self.stores = {a: Store(os.path.join(root, a), dim=1) for a in agents}
+        self.stores = {a: Store(os.path.join(root, a), dim=1, sync=sync) for a in agents}
         if planner not in self.stores:
             raise ValueError(f"planner {planner!r} is not one of the agents")
         self.planner = planner

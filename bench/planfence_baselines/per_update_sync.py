@@ -1,7 +1,8 @@
 """Per-update synchronization: every update is pushed to every holder, so
 each agent's replica is current and the actor compares the plan's recorded
-inputs with its replica. Correct, at the price of traffic (and, on a slow
-link, of waiting for the pushes in flight: see emulated_link)."""
+inputs with its replica. Correct, at the price of traffic. This executor
+decides correctness only (no time); the protocol timed on the emulated
+links, with acknowledgements, is :mod:`.acknowledged_sync`."""
 
 from __future__ import annotations
 

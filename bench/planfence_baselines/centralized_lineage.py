@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Mapping, Optional
 
-from ..store import Store
+from agentsensus import Store
+
 from .executor import Executor, Outcome
 from .planfence_executor import guarded_act
 
