@@ -199,10 +199,58 @@ def test_an_open_store_and_a_custom_owner_mapping(tmp_path: Any) -> None:
 
 
 def test_a_plain_key_value_store_without_index(tmp_path: Any) -> None:
-    with ConsensusStore(os.fspath(tmp_path / "s"), dim=8) as lg:
+    path = os.fspath(tmp_path / "s")
+    with ConsensusStore(path) as lg:  # no index, no dim: LangGraph's plain key-value store
         lg.put(HAMLET, "k", {"text": GHOST})
         assert lg.search(HAMLET, query="ghost")[0].score is None
         assert lg.store.stats().records == 0
+        assert lg.store.dim == embedders.hash.dim
+    with ConsensusStore(path) as lg:  # reopened as it was
+        got = lg.get(HAMLET, "k")
+        assert got is not None and got.value == {"text": GHOST}
+    # The default dim lets the default embedder index the same store later.
+    with ConsensusStore(path, index={"embed": embedders.hash, "fields": ["text"]}) as lg:
+        lg.put(HAMLET, "j", {"text": GHOST})
+        assert [h.key for h in lg.search(HAMLET, query="ghost")][0] == "j"
+
+
+@pytest.mark.parametrize(
+    "index, message",
+    [
+        ({"embed": embedders.hash, "distance_type": "hamming"}, "distance_type must be one of"),
+        ({"embed": embedders.hash, "ann_index_config": {"kind": "hnsw"}}, "not supported by ConsensusStore"),
+        ({"embed": embedders.hash, "text_fields": ["a"]}, "not supported by ConsensusStore"),
+        ({"dims": 384}, "index needs 'embed'"),
+        ({"dims": 8, "embed": embedders.hash}, "does not match the embedder's dim=384"),
+    ],
+)
+def test_index_options_it_cannot_honour_are_refused(tmp_path: Any, index: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as e:
+        ConsensusStore(os.fspath(tmp_path / "s"), index=index)
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "s").exists()  # refused before anything is written
+
+
+@pytest.mark.parametrize("distance, metric", [("cosine", "cos"), ("inner_product", "ip"), ("l2", "l2sq")])
+def test_distance_type_sets_the_metric_and_scores_as_langgraph(tmp_path: Any, distance: str, metric: str) -> None:
+    index: Any = {"embed": embedders.hash, "fields": ["text"], "distance_type": distance}
+    with ConsensusStore(os.fspath(tmp_path / "s"), index=index) as lg:
+        assert lg.store.metric == metric
+        lg.put(HAMLET, "ghost", {"text": GHOST})
+        lg.put(HAMLET, "king", {"text": "The king drinks deep tonight"})
+        hits = lg.search(HAMLET, query=GHOST)
+        assert [h.key for h in hits] == ["ghost", "king"]
+        q, far = embedders.hash([GHOST])[0], embedders.hash(["The king drinks deep tonight"])[0]
+        # LangGraph's Postgres store scores: cosine similarity, the dot product, minus the L2 distance.
+        expected = {"cosine": float(q @ far), "inner_product": float(q @ far), "l2": -float(np.linalg.norm(q - far))}
+        assert hits[1].score == pytest.approx(expected[distance], abs=1e-5)
+        assert hits[0].score == pytest.approx(0.0 if distance == "l2" else 1.0, abs=1e-5)
+    # An existing store keeps its metric: another distance_type is refused.
+    other = "cosine" if distance != "cosine" else "l2"
+    with pytest.raises(ValueError):
+        ConsensusStore(os.fspath(tmp_path / "s"), index={**index, "distance_type": other})
+    with Store(os.fspath(tmp_path / "s")) as store, pytest.raises(ValueError, match="needs metric"):
+        ConsensusStore(store, index={**index, "distance_type": other})
 
 
 class State(TypedDict):

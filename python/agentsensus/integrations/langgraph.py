@@ -13,6 +13,13 @@ The items themselves (key, JSON value, timestamps) live in a SQLite file
 beside the store (see :mod:`.langgraph_items`): a record holds text and
 owners, not values.
 
+``index`` takes LangGraph's ``IndexConfig`` keys (``dims``, ``embed``,
+``fields``) and ``distance_type`` (``"cosine"``, ``"inner_product"`` or
+``"l2"``, as LangGraph's Postgres store); any other key raises
+``ValueError``. ``embed`` may also be an agentsensus embedder
+(``embedders.hash``): :data:`ConsensusIndexConfig` types it, so the
+documented ``index={"embed": embedders.hash}`` passes ``mypy --strict``.
+
 Needs the ``langgraph`` extra: ``pip install 'agentsensus[langgraph]'``.
 """
 
@@ -21,9 +28,11 @@ from __future__ import annotations
 import asyncio
 import os
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, TypedDict, Union, cast
 
 import numpy as np
+import numpy.typing as npt
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -41,14 +50,35 @@ from langgraph.store.base import (
     get_text_at_path,
     validate_op_namespace,
 )
+from langgraph.store.base.embed import AEmbeddingsFunc, EmbeddingsFunc
 
+from .. import embedders
 from ..records import Deposit
 from ..store import Store
 from .langgraph_items import ItemRow, ItemTable, join_namespace
 
-__all__ = ["ConsensusStore"]
+__all__ = ["ConsensusStore", "ConsensusIndexConfig", "ArrayEmbeddingsFunc"]
 
 OwnerOf = Callable[[tuple[str, ...]], str]
+
+#: An agentsensus embedder's type: texts in, an (n, dim) array out (LangGraph's
+#: ``EmbeddingsFunc`` returns ``list[list[float]]``, which an array is not).
+ArrayEmbeddingsFunc = Callable[[list[str]], "npt.NDArray[Any]"]
+
+
+class ConsensusIndexConfig(TypedDict, total=False):
+    """LangGraph's ``IndexConfig`` as this store takes it: ``embed`` may also
+    be an agentsensus embedder, and ``distance_type`` picks the store's metric."""
+
+    dims: int
+    embed: Union[Embeddings, EmbeddingsFunc, AEmbeddingsFunc, ArrayEmbeddingsFunc, str]
+    fields: Optional[list[str]]
+    distance_type: Literal["cosine", "inner_product", "l2"]
+
+
+# LangGraph's distance names (its Postgres store's) and the engine's metrics.
+_METRICS = {"cosine": "cos", "inner_product": "ip", "l2": "l2sq"}
+_INDEX_KEYS = ("dims", "embed", "fields", "distance_type")
 
 # A search asks recall for this many times the items it still needs, and
 # widens by this factor while filters or shared records leave it short.
@@ -72,11 +102,15 @@ class ConsensusStore(BaseStore):
 
     ``store``: an open ``Store`` (it stays the caller's to close) or a path
     (opened here with ``index["dims"]`` and ``store_options``, closed by
-    :meth:`close`). ``index``: LangGraph's ``IndexConfig``; ``embed`` is a
-    LangChain ``Embeddings``, a (sync or async) function ``list[str] ->
-    vectors``, or an agentsensus embedder (its ``.dim`` stands in for
-    ``dims``); ``fields`` defaults to ``["$"]`` (the whole value). Without
-    ``index`` it is a plain key-value store with filtered search.
+    :meth:`close`). ``index``: LangGraph's ``IndexConfig``
+    (:class:`ConsensusIndexConfig`); ``embed`` is a LangChain ``Embeddings``,
+    a (sync or async) function ``list[str] -> vectors``, or an agentsensus
+    embedder (its ``.dim`` stands in for ``dims``); ``fields`` defaults to
+    ``["$"]`` (the whole value); ``distance_type`` (``"cosine"``, the
+    default, ``"inner_product"`` or ``"l2"``) sets the metric of a new store
+    and must match an existing one's. Without ``index`` it is a plain
+    key-value store with filtered search (a new store then gets the default
+    embedder's dim, 384, so ``embedders.hash`` can index it later).
     ``owner``: maps a namespace to the owner name (default: labels joined
     by ``.``). ``items_path``: the SQLite file of items (default:
     ``langgraph.sqlite3`` in the store's directory).
@@ -88,31 +122,49 @@ class ConsensusStore(BaseStore):
         self,
         store: Union[Store, str, "os.PathLike[str]"],
         *,
-        index: Optional[IndexConfig] = None,
+        index: Optional[Union[IndexConfig, ConsensusIndexConfig]] = None,
         owner: Optional[OwnerOf] = None,
         items_path: Optional[str] = None,
         **store_options: Any,
     ) -> None:
-        self.index_config: Optional[IndexConfig] = dict(index) if index else None  # type: ignore[assignment]
+        config = _check_index(index)
+        self.index_config: Optional[ConsensusIndexConfig] = config
         self.embeddings: Any = None
         self._fields: list[str] = ["$"]
         dims: Optional[int] = None
-        if self.index_config is not None:
-            embed = self.index_config.get("embed")
-            self.embeddings = ensure_embeddings(embed)
-            self._fields = list(self.index_config.get("fields") or ["$"])
-            dims = self.index_config.get("dims") or getattr(embed, "dim", None)
+        distance = config.get("distance_type") if config is not None else None
+        metric = _METRICS[distance] if distance is not None else None
+        if config is not None:
+            embed = config["embed"]
+            # An array-returning embedder works through LangGraph's wrapper as is
+            # (the adapter reads its results with np.asarray): only the type differs.
+            self.embeddings = ensure_embeddings(cast(Union[Embeddings, EmbeddingsFunc, AEmbeddingsFunc, str], embed))
+            self._fields = list(config.get("fields") or ["$"])
+            dims = config.get("dims") or getattr(embed, "dim", None)
         if isinstance(store, Store):
             if store_options:
                 raise TypeError("store_options apply only when store is a path")
             if dims is not None and store.dim != dims:
                 raise ValueError(f"index dims={dims} does not match the store's dim={store.dim}")
+            if metric is not None and store.metric != metric:
+                raise ValueError(f"distance_type={distance!r} needs metric {metric!r}; the store's is {store.metric!r}")
             self.store, self._owns_store = store, False
         else:
+            if metric is not None:
+                store_options.setdefault("metric", metric)
+            if dims is None and config is None and not os.path.exists(os.path.join(os.fspath(store), "data.mdb")):
+                # A plain key-value store deposits nothing, but a new store
+                # needs a dim: the default embedder's, so it can be indexed later.
+                dims = embedders.hash.dim
             store_options.setdefault("dim", dims)
             self.store, self._owns_store = Store(store, **store_options), True
         self._owner: OwnerOf = owner or join_namespace
-        self.items = ItemTable(items_path or os.path.join(self.store.path, "langgraph.sqlite3"))
+        try:
+            self.items = ItemTable(items_path or os.path.join(self.store.path, "langgraph.sqlite3"))
+        except BaseException:
+            if self._owns_store:
+                self.store.close()
+            raise
 
     def close(self) -> None:
         """Closes the item file, and the store when it was opened here."""
@@ -300,12 +352,18 @@ class ConsensusStore(BaseStore):
                     if row is None or not _matches(row.value, op.filter):
                         continue
                     found += 1
-                    score = float(h.score if h.score is not None else 0.0)
+                    score = self._score(h.score)
                     if key not in best or best[key][0] < score:
                         best[key] = (score, row)
             if found >= want or len(hits) < k:
                 return
             k *= _WIDEN
+
+    def _score(self, raw: Optional[float]) -> float:
+        """LangGraph's score for a recall score: the engine's ``l2sq`` gives
+        minus the squared distance, LangGraph's ``l2`` minus the distance."""
+        s = float(raw if raw is not None else 0.0)
+        return -float(np.sqrt(max(-s, 0.0))) if self.store.metric == "l2sq" else s
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = self.items.namespaces()
@@ -314,6 +372,30 @@ class ConsensusStore(BaseStore):
         if op.max_depth is not None:
             namespaces = sorted({ns[: op.max_depth] for ns in namespaces})
         return namespaces[op.offset : op.offset + op.limit]
+
+
+def _check_index(index: Optional[Mapping[str, Any]]) -> Optional[ConsensusIndexConfig]:
+    """The index config as given, or a one-line ``ValueError`` naming what
+    this store cannot honour."""
+    if index is None:
+        return None
+    if not isinstance(index, Mapping):
+        raise TypeError(f"index must be a dict (LangGraph's IndexConfig), got {type(index).__name__}")
+    unknown = sorted(set(index) - set(_INDEX_KEYS))
+    if unknown:
+        raise ValueError(f"index option(s) {unknown} are not supported by ConsensusStore (it takes {list(_INDEX_KEYS)})")
+    if index.get("embed") is None:
+        raise ValueError("index needs 'embed': a LangChain Embeddings, an embedding function or an agentsensus embedder")
+    distance = index.get("distance_type")
+    if distance is not None and distance not in _METRICS:
+        raise ValueError(f"distance_type must be one of {sorted(_METRICS)}, got {distance!r}")
+    dims = index.get("dims")
+    if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0):
+        raise ValueError(f"index dims must be a positive int, got {dims!r}")
+    embed_dim = getattr(index["embed"], "dim", None)
+    if dims is not None and isinstance(embed_dim, int) and embed_dim != dims:
+        raise ValueError(f"index dims={dims} does not match the embedder's dim={embed_dim}")
+    return cast(ConsensusIndexConfig, dict(index))
 
 
 def _item(row: ItemRow) -> Item:
