@@ -11,8 +11,13 @@ no-op judge (1 statement, 5 statements, deposit_many of 100), owner-scoped
 recall k=5 with expansion at 0.1%, 1%, 10% and 100% owner selectivity (with
 recall@5 against an exact owner-scoped scan), and open + first query after a
 clean close. Peers run interleaved, call by call, so that a noisy machine
-slows them alike. Prints medians, ratios to agentsensus and the DESIGN.md
-bars; writes the same as JSON.
+slows them alike. Prints medians, ratios to agentsensus and the quality bars
+of docs/design.md; writes the same as JSON. ``--peers`` leaves peers out
+(chroma needs the ``bench`` extra's chromadb).
+
+It runs against the installed package (``pip install ".[bench]"``), as a
+script from anywhere: Python puts this file's directory, bench/, first on
+``sys.path``, which is how its sibling modules (datasets, peers, ...) import.
 """
 
 from __future__ import annotations
@@ -30,12 +35,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # run as a script: bench/ modules
-
-import compare_report  # noqa: E402
-import datasets  # noqa: E402
-import peers  # noqa: E402
-from peers.base import DEPOSIT_WORKLOADS, OPEN, RECALL, Corpus, Peer  # noqa: E402
+# Sibling modules of bench/ (on sys.path because this file runs as a script).
+import compare_report
+import datasets
+import peers
+from peers.base import DEPOSIT_WORKLOADS, OPEN, RECALL, Corpus, Peer
 
 K = 5
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -230,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     info["machine"]["loadavg_end"] = os.getloadavg()
     print("\nmedian ms per call (ratio = peer / agentsensus; above 1: agentsensus is faster)\n")
     print(compare_report.table_markdown(table, names, STATEMENTS))
-    print("\nDESIGN.md bars\n")
+    print("\nquality bars (docs/design.md)\n")
     print(compare_report.bars_markdown(bar_list))
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:

@@ -1,5 +1,5 @@
 """Turning compare.py's timings into medians, ratios to agentsensus, the
-DESIGN.md bars, and a printable table."""
+quality bars of docs/design.md, and a printable table."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _bar(bar: str, workload: str, value: Optional[float], target: str, met: Opti
 
 
 def bars(table: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """Every DESIGN.md bar this run can measure, with its value and verdict."""
+    """Every quality bar of docs/design.md this run can measure, with its value and verdict."""
     out = []
 
     def ms(w: str, p: str) -> Optional[float]:

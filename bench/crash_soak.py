@@ -5,7 +5,10 @@ publishes and derives, reopens) on a fresh store, kills it with SIGKILL after
 a random time, reopens the store and checks every acknowledged operation,
 the in-flight one (all or nothing), Store.verify() and recall.
 
-    PYTHONPATH=python python bench/crash_soak.py --trials 120 --out crash_soak.json
+    python bench/crash_soak.py --trials 120 --out crash_soak.json
+
+It runs against the installed package (``pip install ".[bench]"``) from a
+checkout of the repository: the harness itself is tests/crash.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import tempfile
 import time
 from dataclasses import asdict
 
+# The harness, not the package: tests/crash/trial.py (agentsensus itself is
+# the installed one).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "crash"))
 
 from trial import run_trial  # noqa: E402

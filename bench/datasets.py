@@ -21,7 +21,9 @@ import time
 import numpy as np
 
 DIM = 384
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".data")
+# Where built stores are cached; AGENTSENSUS_BENCH_DATA moves it (the smoke
+# runs of tests/test_bench_smoke.py use a temporary directory).
+DATA = os.environ.get("AGENTSENSUS_BENCH_DATA") or os.path.join(os.path.dirname(os.path.abspath(__file__)), ".data")
 
 
 def vectors(n: int, seed: int, dim: int = DIM) -> np.ndarray:

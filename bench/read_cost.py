@@ -2,11 +2,14 @@
 side: each build runs in its own process, rounds interleaved (ABC, CBA, ...),
 medians printed with the ratio to the first build.
 
-    python bench/read_cost.py STORE N PKG_DIR [PKG_DIR ...]
+    python bench/read_cost.py STORE N [PKG_DIR ...] [--rounds R]
 
-Each PKG_DIR holds an ``agentsensus`` package (with its ``_core*.so``); STORE
-is a closed store of the clustered corpus with N records (scale_stores.py).
-Used for the cost of LMDB's page checks in docs/reliability.md.
+The first build is always the installed package (``pip install .``); each
+PKG_DIR holds another build's ``agentsensus`` package (with its
+``_core*.so``), put first on that child's ``PYTHONPATH`` to be compared with
+it. STORE is a closed store of the clustered corpus with N records
+(scale_stores.py). Used for the cost of LMDB's page checks in
+docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 ROUNDS = 5
+INSTALLED = "installed"
 
 
 def measure(path: str, n: int) -> dict[str, float]:
@@ -27,6 +30,8 @@ def measure(path: str, n: int) -> dict[str, float]:
     import numpy as np
 
     from agentsensus import Store
+
+    # A sibling module of bench/, on sys.path because this file runs as a script.
     from datasets import corpus_queries
 
     qs = corpus_queries(n, 200, seed=3)
@@ -56,17 +61,28 @@ def measure(path: str, n: int) -> dict[str, float]:
 
 def main() -> int:
     if len(sys.argv) >= 2 and sys.argv[1] == "--child":
-        sys.path.insert(0, HERE)
         print(json.dumps(measure(sys.argv[2], int(sys.argv[3]))))
         return 0
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    rounds = ROUNDS
+    if "--rounds" in args:
+        at = args.index("--rounds")
+        try:
+            rounds = int(args[at + 1])
+        except (IndexError, ValueError):
+            rounds = 0
+        del args[at : at + 2]
+    if len(args) < 2 or rounds < 1:
         print(__doc__, file=sys.stderr)
         return 2
-    path, n, builds = sys.argv[1], sys.argv[2], sys.argv[3:]
+    path, n, builds = args[0], args[1], [INSTALLED, *args[2:]]
     runs: dict[str, list[dict[str, float]]] = {b: [] for b in builds}
-    for r in range(ROUNDS):
+    for r in range(rounds):
         for b in builds if r % 2 == 0 else builds[::-1]:
-            env = dict(os.environ, PYTHONPATH=b)
+            env = dict(os.environ)
+            env.pop("PYTHONPATH", None)  # the installed package, unless a PKG_DIR is asked for
+            if b != INSTALLED:
+                env["PYTHONPATH"] = b
             done = subprocess.run([sys.executable, __file__, "--child", path, n], capture_output=True, text=True,
                                   env=env, check=True)
             runs[b].append(json.loads(done.stdout))

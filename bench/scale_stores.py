@@ -1,5 +1,6 @@
 """Large benchmark stores (up to 1M records) of the side-by-side corpus,
-built once into bench/.data/ (outside git) with a progress bar.
+built once into bench/.data/ (outside git) with a progress bar;
+``python bench/scale_stores.py N`` builds one and prints its path.
 
 A million judge-free deposits would take most of an hour here, so these are
 written through the import path (``Engine.load``, what ``agentsensus import``
@@ -52,3 +53,12 @@ def corpus_store(n: int, *, seed: int = 0) -> str:
         engine.load([], [], np.zeros((0, DIM), np.float32), [], (n + 1, 1, deposits))
     open(os.path.join(path, "ready"), "w").close()
     return path
+
+
+if __name__ == "__main__":
+    # python bench/scale_stores.py N: builds (or finds) the N-record store and prints its path.
+    import sys
+
+    if len(sys.argv) != 2 or not sys.argv[1].isdigit() or int(sys.argv[1]) < 1:
+        sys.exit("usage: python bench/scale_stores.py N   (N records, N >= 1)")
+    print(corpus_store(int(sys.argv[1])))

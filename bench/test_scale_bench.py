@@ -7,7 +7,9 @@ clean and after an unclean close, and peak memory.
 
 The stores are built once into bench/.data/ (scale_stores.py; the 1M one
 takes several minutes here) and never written to: the unclean-close case
-works on a copy.
+works on a copy. It runs against the installed package; its sibling modules
+(datasets, scale_stores) import because pytest puts bench/, a directory
+without ``__init__.py``, on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from agentsensus import Store
 
 from datasets import CORPUS_KIND, DATA, SELECTIVITY, corpus_chunk, corpus_owned, corpus_queries
 from scale_stores import CHUNK, corpus_store
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 SIZES = [int(x) for x in os.environ.get("AGENTSENSUS_BENCH_SIZES", "10000,100000,1000000").split(",")]
 QUERIES = 200
@@ -96,7 +100,6 @@ def _killed_writer(path: str) -> None:
     save the index: the next open finds the index file behind the journal."""
     code = f"""
 import sys
-sys.path[:0] = {sys.path!r}
 import numpy as np
 from agentsensus import Store, judges
 rng = np.random.default_rng({time.time_ns() % 2**32})
@@ -134,7 +137,6 @@ def test_peak_memory(benchmark, store):
     n, path = store
     code = f"""
 import resource, sys, json
-sys.path[:0] = {sys.path!r}
 from agentsensus import Store
 from datasets import corpus_queries
 from datasets import SELECTIVITY
@@ -148,8 +150,9 @@ print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
     out: dict[str, int] = {}
 
     def run() -> None:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              cwd=os.path.dirname(os.path.abspath(__file__)))
+        # Run in bench/: ``python -c`` puts the working directory on sys.path,
+        # which is how the child finds the sibling datasets module.
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=HERE)
         out["kib"] = int(done.stdout.strip())
 
     benchmark.pedantic(run, rounds=1, iterations=1)

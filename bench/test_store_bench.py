@@ -1,11 +1,14 @@
 """Deposit and recall on a 100k-record store, dim 384, judge excluded.
 
     pytest bench/test_store_bench.py --benchmark-only
+    AGENTSENSUS_BENCH_N=2000 pytest bench/test_store_bench.py --benchmark-disable   # a smoke run
 
 The store (the clustered corpus of datasets.py, written through the import
 path by scale_stores.py) is built once into bench/.data/ (about a minute
 here) and copied for the deposit benchmarks; recall queries are perturbed
-records.
+records. It runs against the installed package; its sibling modules
+(datasets, scale_stores) import because pytest puts bench/, a directory
+without ``__init__.py``, on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from agentsensus import Store, judges
 from datasets import DIM, copy_of, corpus, queries, vectors
 from scale_stores import corpus_store
 
-N = 100_000
+N = int(os.environ.get("AGENTSENSUS_BENCH_N", "100000"))
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +52,8 @@ def test_deposit_many_round_of_100(benchmark, writable):
         writable.deposit_many(items, round=r)
 
     benchmark.pedantic(one_round, rounds=30, iterations=1, warmup_rounds=1)
-    benchmark.extra_info["statements_per_second"] = 100 / benchmark.stats.stats.median
+    if benchmark.stats is not None:  # None under --benchmark-disable (the smoke run): nothing was timed
+        benchmark.extra_info["statements_per_second"] = 100 / benchmark.stats.stats.median
 
 
 def test_deposit_single_statement(benchmark, writable):

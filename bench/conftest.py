@@ -1,6 +1,0 @@
-"""pytest-benchmark configuration: make bench/ importable as plain modules."""
-
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,84 @@
+"""Every bench script, run for real at a tiny size so that it keeps working:
+each in its own process, against the installed package (no ``PYTHONPATH``,
+the working directory outside the repository), with its stores in a
+temporary directory. Only that each run finishes and reports what it
+measured is checked; its timings are not (performance lives in bench/).
+
+compare.py runs every peer the test extras install; chroma is left out with
+its ``--peers`` flag (chromadb is in the ``bench`` extra only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+N = 2000  # records: enough for every owner selectivity of the corpus (0.1% is 2 records)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache of built stores for the whole module: each script builds
+    the N-record store the first time it needs it."""
+    return tmp_path_factory.mktemp("bench-data")
+
+
+def run(args: list[str], data: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    full.update(AGENTSENSUS_BENCH_DATA=str(data), **env)
+    done = subprocess.run([sys.executable, *args], cwd=cwd, env=full, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def test_compare_quick_runs_every_installed_peer(data: Path, tmp_path: Path) -> None:
+    peers = ["agentsensus", "python-glue", "usearch", "lmdb"]
+    out = tmp_path / "compare.json"
+    run([str(BENCH / "compare.py"), "--quick", "--n", "500", "--peers", ",".join(peers),
+         "--workdir", str(tmp_path / "stores"), "--out", str(out)], data, tmp_path)
+    report = json.loads(out.read_text())
+    assert report["n"] == 500 and report["peers"] == peers
+    deposits = {w: cells for w, cells in report["workloads"].items() if w.startswith("deposit")}
+    assert set(deposits) == {"deposit_1", "deposit_5", "deposit_many_100"}
+    for workload, cells in deposits.items():
+        for peer in peers:
+            assert cells[peer]["median_ms"] > 0, (workload, peer)
+    assert {w for w in report["workloads"] if w.startswith("recall")} == {
+        "recall_0.1%", "recall_1%", "recall_10%", "recall_100%"}
+    assert report["bars"] and all(b["value"] is not None for b in report["bars"])
+
+
+def test_read_cost_times_the_installed_build(data: Path, tmp_path: Path) -> None:
+    store = run([str(BENCH / "scale_stores.py"), str(N)], data, tmp_path).stdout.strip().splitlines()[-1]
+    assert Path(store, "ready").is_file()
+    table = run([str(BENCH / "read_cost.py"), store, str(N), "--rounds", "1"], data, tmp_path).stdout
+    lines = table.strip().splitlines()
+    assert lines[0] == "| read | installed |"
+    reads = [line.split("|")[1].strip() for line in lines[2:]]
+    assert reads == ["get x2000", "recall a7 x200", "recall tenth x200", "recall all x200", "records()", "owned x200"]
+
+
+def test_crash_soak_two_trials(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "soak.json"
+    run([str(BENCH / "crash_soak.py"), "--trials", "2", "--max-ops", "30", "--out", str(out)], data, tmp_path)
+    totals = json.loads(out.read_text())["totals"]
+    assert totals["trials"] == 2 and totals["survived"] == 2 and totals["failed"] == 0
+
+
+@pytest.mark.parametrize(
+    "script, env",
+    [("test_store_bench.py", {"AGENTSENSUS_BENCH_N": str(N)}), ("test_scale_bench.py", {"AGENTSENSUS_BENCH_SIZES": str(N)})],
+)
+def test_pytest_benchmark_suite_runs(data: Path, tmp_path: Path, script: str, env: dict[str, str]) -> None:
+    # --benchmark-disable: each benchmarked call runs once, untimed.
+    done = run(["-m", "pytest", str(BENCH / script), "-q", "-p", "no:cacheprovider", "--benchmark-disable"],
+               data, tmp_path, **env)
+    summary = done.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "skipped" not in summary and "failed" not in summary, summary
