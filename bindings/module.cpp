@@ -38,34 +38,64 @@ PYBIND11_MODULE(_core, m) {
              py::arg("path"), py::arg("dim"), py::arg("metric"), py::arg("metric_given"), py::arg("create"),
              py::arg("readonly"), py::arg("sync"), py::arg("exact_cutoff"), py::arg("map_size"),
              py::arg("expansion_search") = 64)
-        .def_property_readonly("dim", [](Engine& e) { return e.s().dim(); })
-        .def_property_readonly("metric", [](Engine& e) { return std::string(metric_str(e.s().metric())); })
-        .def_property_readonly("closed", [](Engine& e) { return !e.store_ || e.store_->closed(); })
+        .def_property_readonly("dim", [](Engine& e) { return e.use()->dim(); })
+        .def_property_readonly("metric", [](Engine& e) { return std::string(metric_str(e.use()->metric())); })
+        .def_property_readonly("closed", [](Engine& e) { return e.closed(); })
         .def("prepare", &Engine::prepare)
         .def("commit", &Engine::commit)
         .def("recall", &Engine::recall)
+        .def("prepare_vectors",
+             [](Engine& e, const F32& vectors) {
+                 auto u = e.use();
+                 Store& st = *u;
+                 size_t n = vectors.ndim() == 2 ? static_cast<size_t>(vectors.shape(0)) : 0;
+                 const float* in = rows_of(vectors, n, st.dim(), "vectors");
+                 py::array_t<float> out({n, static_cast<size_t>(st.dim())});
+                 float* o = out.mutable_data();
+                 py::gil_scoped_release nogil;
+                 st.prepare_vectors(in, n, o);
+                 return out;
+             })
+        .def("similarities",
+             [](Engine& e, const F32& queries, const F32& kept) {
+                 auto u = e.use();
+                 Store& st = *u;
+                 size_t n = queries.ndim() == 2 ? static_cast<size_t>(queries.shape(0)) : 0;
+                 size_t m = kept.ndim() == 2 ? static_cast<size_t>(kept.shape(0)) : 0;
+                 const float* q = rows_of(queries, n, st.dim(), "queries");
+                 const float* k = rows_of(kept, m, st.dim(), "kept");
+                 py::array_t<float> out({n, m});
+                 float* o = out.mutable_data();
+                 py::gil_scoped_release nogil;
+                 st.similarities(q, n, k, m, o);
+                 return out;
+             })
         .def("get", &Engine::get)
         .def("neighbors",
              [](Engine& e, uint64_t id) {
-                 Store& st = e.s();
+                 auto u = e.use();
+                 Store& st = *u;
                  py::gil_scoped_release nogil;
                  return st.neighbors(id);
              })
         .def("owned",
              [](Engine& e, const std::string& owner) {
-                 Store& st = e.s();
+                 auto u = e.use();
+                 Store& st = *u;
                  py::gil_scoped_release nogil;
                  return st.owned(owner);
              })
         .def("forget",
              [](Engine& e, const std::string& owner, uint64_t id) {
-                 Store& st = e.s();
+                 auto u = e.use();
+                 Store& st = *u;
                  py::gil_scoped_release nogil;
                  st.forget(owner, id);
              })
         .def("records",
              [](Engine& e, uint64_t after, size_t limit) {
-                 Store& st = e.s();
+                 auto u = e.use();
+                 Store& st = *u;
                  std::vector<Row> rows;
                  {
                      py::gil_scoped_release nogil;
@@ -77,7 +107,8 @@ PYBIND11_MODULE(_core, m) {
              })
         .def("verify",
              [](Engine& e) {
-                 Store& st = e.s();
+                 auto u = e.use();
+                 Store& st = *u;
                  std::vector<std::string> problems;
                  {
                      py::gil_scoped_release nogil;
@@ -93,18 +124,20 @@ PYBIND11_MODULE(_core, m) {
              })
         .def("repair",
              [](Engine& e, const std::vector<std::pair<uint64_t, py::bytes>>& digests) {
-                 Store& st = e.s();
+                 auto u = e.use();
+                 Store& st = *u;
                  std::vector<std::pair<uint64_t, std::string>> ds;
                  for (auto& [id, d] : digests) ds.emplace_back(id, std::string(d));
                  py::gil_scoped_release nogil;
                  st.repair(ds);
              })
         .def("dump", &Engine::dump, py::arg("after"), py::arg("limit"))
-        .def("load", &Engine::load, py::arg("agents"), py::arg("rows"), py::arg("vectors"), py::arg("merges"),
+        .def("load", &Engine::load, py::arg("owners"), py::arg("rows"), py::arg("vectors"), py::arg("merges"),
              py::arg("counters"))
         .def("counters",
              [](Engine& e) {
-                 Store& st = e.s();
+                 auto u = e.use();
+                 Store& st = *u;
                  Counters c;
                  {
                      py::gil_scoped_release nogil;
@@ -112,9 +145,10 @@ PYBIND11_MODULE(_core, m) {
                  }
                  return py::make_tuple(c.next_id, c.next_merge, c.deposits);
              })
-        .def("agents",
+        .def("owner_names",
              [](Engine& e) {
-                 Store& st = e.s();
+                 auto u = e.use();
+                 Store& st = *u;
                  py::gil_scoped_release nogil;
                  return st.owner_names();
              })

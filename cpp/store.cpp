@@ -351,6 +351,15 @@ void Store::prepare_vector(const float* in, float* out) const {
         throw InvalidArgument("vector has zero norm, which metric 'cos' cannot compare");
 }
 
+void Store::prepare_vectors(const float* in, size_t n, float* out) const {
+    for (size_t i = 0; i < n; ++i) prepare_vector(in + i * dim_, out + i * dim_);
+}
+
+void Store::similarities(const float* queries, size_t n, const float* kept, size_t m, float* out) const {
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < m; ++j) out[i * m + j] = similarity(metric_, queries + i * dim_, kept + j * dim_, dim_);
+}
+
 bool Store::vector_of(MDB_txn* txn, uint64_t id, float* out) {
     Be64 k(id);
     MDB_val v;

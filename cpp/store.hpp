@@ -143,6 +143,12 @@ public:
     // and the result says conflict (the four conflicts: see commit_deposit).
     CommitResult commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity);
 
+    // Vectors as the store keeps them (checked; unit length under cos), n rows.
+    void prepare_vectors(const float* in, size_t n, float* out) const;
+    // out[i * m + j]: the similarity of kept vector j to kept vector query i,
+    // as commit compares them (the planner's check of a batch's new records).
+    void similarities(const float* queries, size_t n, const float* kept, size_t m, float* out) const;
+
     std::vector<Row> recall(const std::string& owner, const float* query, size_t k, bool expand);
     Row get(uint64_t id);
     std::vector<uint64_t> neighbors(uint64_t id);

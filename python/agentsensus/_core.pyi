@@ -90,6 +90,11 @@ class Engine:
     ) -> tuple[bool, Any]:
         """One write transaction: ``(True, ids per deposit per statement)``,
         or ``(False, why)`` on a conflict with a concurrent commit."""
+    def prepare_vectors(self, vectors: _F32, /) -> npt.NDArray[np.float32]:
+        """The vectors as the store keeps them: checked, unit length under cos."""
+    def similarities(self, queries: _F32, kept: _F32, /) -> npt.NDArray[np.float32]:
+        """(len(queries), len(kept)) similarities of kept vectors, as a
+        commit compares them."""
     def recall(self, owner: str, query: _F32, k: int, expand: bool, /) -> list[_RecallRow]: ...
     def get(self, id: int, /) -> _Row: ...
     def neighbors(self, id: int, /) -> list[int]: ...
@@ -106,7 +111,7 @@ class Engine:
         stored vectors (one row each)."""
     def load(
         self,
-        agents: list[str],
+        owners: list[str],
         rows: list[_DumpRow],
         vectors: _F32,
         merges: list[tuple[int, int, str, str, str, int]],
@@ -117,7 +122,7 @@ class Engine:
         (next_id, next_merge, deposits) counters."""
     def counters(self) -> tuple[int, int, int]:
         """(next_id, next_merge, deposits)."""
-    def agents(self) -> list[str]:
+    def owner_names(self) -> list[str]:
         """Every owner name the store has seen, in first-seen order."""
     def close(self) -> None: ...
 

@@ -5,6 +5,15 @@ For each deposit (one item of a batch) the planner turns the engine's
 engine's commit plan. Items of one batch see the items before them: their new
 records (as candidates with negative provisional ids), their merges (the
 survivor's kept text and owner set) and their exact duplicates.
+
+The steps carry the names of the engine's commit steps (Store::commit in
+cpp/store.cpp) that apply them: ``prepare`` (one snapshot), ``begin`` (each
+statement's candidates: ``_similar_new_records`` for the batch's own), and
+``finish``, which stages each statement with ``_create_record`` or
+``_merge_into`` and appends the deposit's plan. Similarities to the batch's
+new records come from the engine's kernel (``similarities``), on vectors as
+the engine keeps them (``prepare_vectors``), so the planner and the commit
+compare the same numbers.
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ class _Pending:
     """The decisions for one item between requests and verdicts."""
 
     item: Item
+    # the item's vectors as the engine keeps them (unit length under cos)
+    kept_vectors: F32
     # per statement: ("exact", target) | ("alias", earlier index) | ("judge", request index) | ("new",)
     kinds: list[tuple[Any, ...]] = field(default_factory=list)
     requests: list[JudgeRequest] = field(default_factory=list)
@@ -62,7 +73,7 @@ class BatchPlanner:
 
     def __init__(self, engine: Any, metric: str, candidates: int, min_similarity: float, policy: MergePolicy):
         self.engine = engine
-        self.metric = metric
+        self.metric = metric  # kept for callers; the engine's kernels apply it
         self.k = candidates
         self.min_similarity = min_similarity
         self.policy = policy
@@ -94,13 +105,12 @@ class BatchPlanner:
             self.existing[rid] = _Staged(text, set(owners), rnd)
         return self.existing[rid]
 
-    def _similarities(self, vs: F32) -> F32:
-        """Scores of each row of vs against every staged new record."""
-        m = self._staged_vecs[: len(self.new)]
-        if self.metric == "l2sq":
-            d: F32 = np.einsum("ij,ij->i", vs, vs)[:, None] - 2 * vs @ m.T + np.einsum("ij,ij->i", m, m)[None, :]
-            return -d
-        scores: F32 = vs @ m.T
+    def _similar_new_records(self, kept_vectors: F32) -> Optional[F32]:
+        """Scores of each statement (vectors as kept) against every new record
+        of the batch so far, by the engine's kernel; None when there are none."""
+        if not self.new:
+            return None
+        scores: F32 = self.engine.similarities(kept_vectors, self._staged_vecs[: len(self.new)])
         return scores
 
     # -- the two halves of an item ------------------------------------------
@@ -127,11 +137,8 @@ class BatchPlanner:
         exact = self._exact[base : base + len(item.statements)]
         offsets = self._offsets[base : base + len(item.statements) + 1]
         cand_ids, cand_scores, committed = self._ids, self._scores, self._committed
-        pend = _Pending(item)
-        vecs = item.vectors
-        if self.metric == "cos":
-            vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
-        staged_sims = self._similarities(vecs) if self.new else None
+        pend = _Pending(item, self.engine.prepare_vectors(item.vectors))
+        staged_sims = self._similar_new_records(pend.kept_vectors)
         first_with_digest: dict[bytes, int] = {}
         for i, (text, digest) in enumerate(zip(item.statements, item.digests)):
             if digest in self.by_digest:
@@ -165,7 +172,47 @@ class BatchPlanner:
     ) -> None:
         """Turns verdicts into the item's commit plan and stages its effects."""
         item = pend.item
-        reqs = pend.requests
+        checked = self._checked_verdicts(pend.requests, verdicts)
+        targets: list[int] = []
+        expected: list[Optional[str]] = []
+        kept: list[Optional[str]] = []
+        merged: list[bool] = []
+        resolved: list[int] = []  # the record each statement ends in (provisional ids for new)
+        for i, kind in enumerate(pend.kinds):
+            target: Optional[int]
+            if kind[0] == "exact":
+                target = kind[1]
+            elif kind[0] == "alias":
+                target = resolved[kind[1]]
+            elif kind[0] == "judge":
+                target = checked[kind[1]]
+            else:
+                target = None
+            if target is None:
+                rid = self._create_record(item, i, pend.kept_vectors[i])
+                targets.append(0)
+                expected.append(None)
+                kept.append(None)
+                merged.append(False)
+            else:
+                rid = target
+                before, after = self._merge_into(rid, item, i, committed)
+                targets.append(rid)
+                expected.append(before if rid > 0 else None)
+                kept.append(after)
+                merged.append(True)
+            resolved.append(rid)
+            self.by_digest.setdefault(item.digests[i], rid)
+        self.plans.append(
+            (item.owner, item.round, item.statements, b"".join(item.digests), item.vectors, targets, expected, kept)
+        )
+        self.merged.append(merged)
+
+    # -- the steps of finish -----------------------------------------------------
+
+    @staticmethod
+    def _checked_verdicts(reqs: list[JudgeRequest], verdicts: Sequence[Optional[int]]) -> list[Optional[int]]:
+        """The judge's verdicts, each None or one of its request's candidates."""
         if len(verdicts) != len(reqs):
             raise ValueError(f"judge returned {len(verdicts)} verdicts for {len(reqs)} requests")
         checked: list[Optional[int]] = []
@@ -179,57 +226,31 @@ class BatchPlanner:
             if int(v) not in ids:
                 raise ValueError(f"judge returned id {int(v)} for request {r}, which was not among its candidates {ids}")
             checked.append(int(v))
+        return checked
 
-        vecs = item.vectors
-        if self.metric == "cos":
-            vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
-        targets: list[int] = []
-        expected: list[Optional[str]] = []
-        kept: list[Optional[str]] = []
-        merged: list[bool] = []
-        resolved: list[int] = []  # the record each statement ends in (provisional ids for new)
-        for i, kind in enumerate(pend.kinds):
-            text = item.statements[i]
-            target: Optional[int]
-            if kind[0] == "exact":
-                target = kind[1]
-            elif kind[0] == "alias":
-                target = resolved[kind[1]]
-            elif kind[0] == "judge":
-                target = checked[kind[1]]
-            else:
-                target = None
-            if target is None:
-                self._staged_vecs[len(self.new)] = vecs[i]
-                self.new.append(_Staged(text, {item.owner}, item.round))
-                rid = -len(self.new)
-                targets.append(0)
-                expected.append(None)
-                kept.append(None)
-                merged.append(False)
-            else:
-                rid = target
-                staged = self._staged(rid, committed)
-                before = staged.text
-                after = self.policy(before, text)
-                if not isinstance(after, str) or not after.strip():
-                    raise ValueError(f"merge policy returned {after!r}; it must return non-empty text")
-                if len(after.encode("utf-8")) > MAX_STATEMENT_BYTES:
-                    raise ValueError(f"merge policy returned text over {MAX_STATEMENT_BYTES} bytes")
-                targets.append(rid)
-                expected.append(before if rid > 0 else None)
-                kept.append(after)
-                staged.text = after
-                staged.owners.add(item.owner)
-                if len(staged.owners) > MAX_OWNERS_PER_RECORD:
-                    raise ValueError(
-                        f"statements[{i}] would give record {rid} more than {MAX_OWNERS_PER_RECORD} owners, "
-                        "the limit per record"
-                    )
-                merged.append(True)
-            resolved.append(rid)
-            self.by_digest.setdefault(item.digests[i], rid)
-        self.plans.append(
-            (item.owner, item.round, item.statements, b"".join(item.digests), item.vectors, targets, expected, kept)
-        )
-        self.merged.append(merged)
+    def _create_record(self, item: Item, i: int, kept_vector: F32) -> int:
+        """Statement i becomes a new record of the batch; its provisional id."""
+        self._staged_vecs[len(self.new)] = kept_vector
+        self.new.append(_Staged(item.statements[i], {item.owner}, item.round))
+        return -len(self.new)
+
+    def _merge_into(
+        self, rid: int, item: Item, i: int, committed: dict[int, tuple[str, tuple[str, ...], int]]
+    ) -> tuple[str, str]:
+        """Statement i merges into record rid: the policy's kept text and the
+        owner set as staged. Returns (text before, text after)."""
+        staged = self._staged(rid, committed)
+        before = staged.text
+        after = self.policy(before, item.statements[i])
+        if not isinstance(after, str) or not after.strip():
+            raise ValueError(f"merge policy returned {after!r}; it must return non-empty text")
+        if len(after.encode("utf-8")) > MAX_STATEMENT_BYTES:
+            raise ValueError(f"merge policy returned text over {MAX_STATEMENT_BYTES} bytes")
+        staged.text = after
+        staged.owners.add(item.owner)
+        if len(staged.owners) > MAX_OWNERS_PER_RECORD:
+            raise ValueError(
+                f"statements[{i}] would give record {rid} more than {MAX_OWNERS_PER_RECORD} owners, "
+                "the limit per record"
+            )
+        return before, after

@@ -105,7 +105,7 @@ def export_rows(store: "Store") -> Iterator[dict[str, Any]]:
     yield {"type": "store", "format": FORMAT, "version": __version__, "dim": store.dim, "metric": store.metric,
            "stats": asdict(store.stats()),
            "counters": {"next_id": next_id, "next_merge": next_merge, "deposits": deposits},
-           "agents": list(engine.agents())}
+           "agents": list(engine.owner_names())}
     yield from _record_rows(store)
     yield from _merge_rows(store)
     for key in store.fence.keys():
