@@ -62,17 +62,38 @@ def test_update_context_adds_a_system_message(tmp_path: Any) -> None:
     asyncio.run(run())
 
 
-def test_dict_contents_split_statements_and_listing(tmp_path: Any) -> None:
+def test_contents_round_trip_with_their_mime_type(tmp_path: Any) -> None:
     async def run() -> None:
         mem = ConsensusMemory(os.fspath(tmp_path / "s"), "Hamlet", split=lambda t: t.split(". "))
         await mem.add(text("Polonius hides. The arras moves. "))
         await mem.add(MemoryContent(content={"b": 1, "a": "x"}, mime_type=MemoryMimeType.JSON))
-        listed = [r.content for r in (await mem.query("")).results]
-        assert listed == ["Polonius hides", "The arras moves", '{"a": "x", "b": 1}']
+        await mem.add(MemoryContent(content='{"c": [1, 2]}', mime_type=MemoryMimeType.JSON))
+        await mem.add(MemoryContent(content="# Act *one*", mime_type=MemoryMimeType.MARKDOWN))
+        await mem.add(text('{"looks":"like json"}'))  # not canonical JSON (no space): stays text
+        listed = [(r.content, r.mime_type) for r in (await mem.query("")).results]
+        assert listed == [
+            ("Polonius hides", MemoryMimeType.TEXT),
+            ("The arras moves", MemoryMimeType.TEXT),
+            ({"a": "x", "b": 1}, MemoryMimeType.JSON),  # the dict again, with its MIME type; split never cuts JSON
+            ({"c": [1, 2]}, MemoryMimeType.JSON),
+            ("# Act *one*", MemoryMimeType.TEXT),  # a record keeps no MIME type: Markdown is text
+            ('{"looks":"like json"}', MemoryMimeType.TEXT),
+        ]
+        (hit,) = (await mem.query(MemoryContent(content={"a": "x", "b": 1}, mime_type=MemoryMimeType.JSON), k=1)).results
+        assert hit.content == {"a": "x", "b": 1} and hit.mime_type == MemoryMimeType.JSON
         a, b = mem.store.owned("Hamlet")[:2]
         assert mem.store.neighbors(a) == [b]
-        with pytest.raises(TypeError):
-            await mem.add(MemoryContent(content=b"raw", mime_type=MemoryMimeType.BINARY))
+        before = mem.store.stats().records
+        for bad in [
+            MemoryContent(content=b"raw", mime_type=MemoryMimeType.BINARY),
+            MemoryContent(content="a picture", mime_type=MemoryMimeType.IMAGE),
+            MemoryContent(content="x", mime_type="application/octet-stream"),
+        ]:
+            with pytest.raises(ValueError, match="Unsupported content type"):
+                await mem.add(bad)
+        with pytest.raises(ValueError, match="JSON content must be"):
+            await mem.add(MemoryContent(content="[1, 2]", mime_type=MemoryMimeType.JSON))
+        assert mem.store.stats().records == before  # refused, nothing written
         await mem.close()
 
     asyncio.run(run())
@@ -117,15 +138,66 @@ def test_the_store_judge_merges_paraphrases(tmp_path: Any) -> None:
 
 
 def test_component_config_round_trip(tmp_path: Any) -> None:
-    mem = ConsensusMemory(os.fspath(tmp_path / "s"), "Hamlet", k=3, expand=False)
+    path = os.fspath(tmp_path / "s")
+    mem = ConsensusMemory(path, "Hamlet", k=3, expand=False, judge=judges.threshold(0.6), min_similarity=0.55,
+                          candidates=3, exact_cutoff=16, merge_policy="keep_names")
     model = mem.dump_component()
     assert model.provider == "agentsensus.integrations.autogen.ConsensusMemory"
-    assert model.config["owner"] == "Hamlet" and model.config["k"] == 3
+    c = model.config
+    assert (c["owner"], c["k"], c["judge"], c["min_similarity"], c["candidates"]) == ("Hamlet", 3, "threshold:0.6", 0.55, 3)
+    assert c["store_options"] == {"dim": 384, "exact_cutoff": 16, "merge_policy": "keep_names"}
     asyncio.run(mem.close())
     again = ConsensusMemory.load_component(model)
     assert (again.owner, again.k, again.expand, again.embed) == ("Hamlet", 3, False, embedders.hash)
+    st = again.store
+    assert (st.min_similarity, st.candidates, st.judge.__name__) == (0.55, 3, "threshold(0.6)")
+    assert ConsensusMemory.load_component(again.dump_component()).dump_component() == again.dump_component()
     asyncio.run(again.close())
-    custom = ConsensusMemory(os.fspath(tmp_path / "t"), "Hamlet", embed=embedders.HashEmbedder(384))
-    with pytest.raises(ValueError):
-        custom.dump_component()
-    asyncio.run(custom.close())
+    for judge, spec in [(judges.exact, "exact"), (judges.never, "never"), (judges.llm("m", "http://127.0.0.1:9/v1"), "llm:m@http://127.0.0.1:9/v1")]:
+        with Store(os.fspath(tmp_path / "t"), dim=384, judge=judge) as store:
+            assert ConsensusMemory(store, "Hamlet").dump_component().config["judge"] == spec
+
+
+def test_what_a_config_cannot_name_is_refused_at_dump(tmp_path: Any) -> None:
+    def mine(requests: Any) -> list[Any]:
+        return [None] * len(requests)
+
+    cases = [
+        ({"embed": embedders.HashEmbedder(384)}, "custom embed"),
+        ({"judge": mine}, "the judge 'mine' has no spec"),
+        ({"judge": judges.llm("m", "http://127.0.0.1:9/v1", on_error="raise")}, "on_error"),
+        ({"split": str.split}, "custom split"),
+        ({"merge_policy": lambda old, new: old}, "custom merge_policy"),
+    ]
+    for n, (options, message) in enumerate(cases):
+        mem = ConsensusMemory(os.fspath(tmp_path / f"s{n}"), "Hamlet", **options)
+        with pytest.raises(ValueError, match=message):
+            mem.dump_component()
+        asyncio.run(mem.close())
+
+
+def test_loading_while_the_original_is_open_shares_its_store(tmp_path: Any) -> None:
+    async def run() -> None:
+        path = os.fspath(tmp_path / "s")
+        first = ConsensusMemory(path, "Hamlet")
+        await first.add(text(GHOST))
+        second = ConsensusMemory.load_component(first.dump_component())
+        assert second.store is first.store  # one open per process: shared, not opened twice
+        assert [r.content for r in (await second.query("ghost")).results] == [GHOST]
+        await first.close()
+        assert not second.store.closed  # the last user closes it
+        await second.add(text("The king drinks deep tonight"))
+        await second.close()
+        assert second.store.closed
+        await second.close()  # again: nothing
+        # A caller's open Store is found by path too, and stays the caller's.
+        with Store(path) as store:
+            mine = ConsensusMemory(store, "Horatio")
+            loaded = ConsensusMemory.load_component(ConsensusMemory(path, "Hamlet").dump_component())
+            assert loaded.store is store and mine.store is store
+            await loaded.close()
+            assert not store.closed
+            with pytest.raises(ValueError, match="already open in this process with min_similarity"):
+                ConsensusMemory(path, "Hamlet", min_similarity=0.1)
+
+    asyncio.run(run())

@@ -3,7 +3,10 @@
 One ``ConsensusMemory`` is one agent's view of a shared store: it deposits as
 ``owner`` and recalls only what ``owner`` owns. Give the agents of one team
 memories on the same ``Store`` (or path, in separate processes): what two of
-them add as the same fact becomes one record with both as owners.
+them add as the same fact becomes one record with both as owners. Memories
+on one path in one process share one open ``Store`` (see
+:mod:`.open_stores`), so a memory loaded from a saved config while the
+original is open works.
 
 Needs the ``autogen`` extra: ``pip install 'agentsensus[autogen]'``.
 """
@@ -25,6 +28,8 @@ from typing_extensions import Self
 from .. import embedders
 from ..records import Memory as Record
 from ..store import Store
+from . import open_stores
+from .judge_spec import judge_from_spec, judge_spec
 
 __all__ = ["ConsensusMemory", "ConsensusMemoryConfig"]
 
@@ -34,9 +39,19 @@ Embed = Callable[[list[str]], Any]
 # The built-in embedders a config can name (a custom callable cannot be saved).
 _NAMED: dict[str, Callable[[], Embed]] = {"hash": lambda: embedders.hash, "minilm": lambda: embedders.minilm}
 
+# The MIME types a record can hold: its text is the content (JSON as canonical
+# text, see _text). Anything else is refused as autogen's own memories do.
+_TEXT_TYPES = (MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value, MemoryMimeType.JSON.value)
+
+# Store options a config carries when the memory opened the store itself:
+# JSON values only (a callable merge_policy cannot be saved).
+_SAVED_OPTIONS = ("dim", "metric", "merge_policy", "sync", "exact_cutoff", "map_size", "expansion_search", "readonly")
+
 
 class ConsensusMemoryConfig(BaseModel):
-    """What ``dump_component`` saves: where the store is and whose view it is."""
+    """What ``dump_component`` saves: where the store is, whose view it is,
+    and every option the memory and its store were made with. ``judge`` is a
+    spec (:mod:`agentsensus.integrations.judge_spec`)."""
 
     path: str
     owner: str
@@ -44,6 +59,10 @@ class ConsensusMemoryConfig(BaseModel):
     expand: bool = True
     embedder: str = "hash"
     name: Optional[str] = None
+    judge: str = "exact"
+    min_similarity: float = 0.75
+    candidates: int = 8
+    store_options: dict[str, Any] = {}
 
 
 class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
@@ -52,16 +71,28 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
     context as a system message.
 
     ``store``: an open ``Store`` (the caller closes it) or a path (opened here
-    with ``store_options``, closed by :meth:`close`). ``embed`` defaults to
-    the store's own, else ``embedders.hash``. ``k`` and ``expand`` are the
-    recall's (``query(..., k=n)`` overrides ``k``). ``split`` turns one
-    content into statements (default: the whole text is one statement);
-    statements of one ``add`` are joined by affiliation edges.
+    with ``store_options``, or shared with the memories already open on it in
+    this process; the last of them to :meth:`close` closes it). ``embed``
+    defaults to the store's own, else ``embedders.hash``. ``k`` and
+    ``expand`` are the recall's (``query(..., k=n)`` overrides ``k``).
+    ``split`` turns one content into statements (default: the whole text is
+    one statement); statements of one ``add`` are joined by affiliation edges.
 
-    Contents must be text: ``str``, or a ``dict`` (stored as sorted JSON).
-    Their ``metadata`` is not kept, because a record may merge the contents
-    of several agents; results carry the record's ``id``, ``owners``,
-    ``score``, ``via`` and ``round`` as metadata instead.
+    Contents are text (``MemoryMimeType.TEXT`` or ``MARKDOWN``) or JSON (a
+    ``dict``, or a ``str`` holding a JSON object, ``MemoryMimeType.JSON``);
+    others raise ``ValueError("Unsupported content type: ...")``. JSON is
+    stored as canonical text (sorted keys) and comes back as a ``dict`` with
+    ``MemoryMimeType.JSON`` (so does a text that is exactly such canonical
+    JSON); Markdown comes back as ``TEXT`` (a record keeps no MIME type). Their ``metadata`` is not kept, because a record may merge
+    the contents of several agents; results carry the record's ``id``,
+    ``owners``, ``score``, ``via`` and ``round`` as metadata instead.
+
+    ``dump_component`` saves every option: the store's judge as a spec
+    (``"exact"``, ``"never"``, ``"threshold:0.8"``, ``"llm:MODEL@URL"``),
+    ``min_similarity``, ``candidates`` and the store options given here. A
+    memory whose judge, embedder, ``split`` or ``merge_policy`` is a custom
+    callable cannot be saved: ``dump_component`` raises ``ValueError``
+    saying which (a reloaded memory would otherwise run something else).
     """
 
     component_type = "memory"
@@ -84,14 +115,17 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
             raise ValueError(f"owner must be a non-empty str, got {owner!r}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
+        self._options: dict[str, Any] = {}
         if isinstance(store, Store):
             if store_options:
                 raise TypeError("store_options apply only when store is a path")
-            self.store, self._owns_store = store, False
+            open_stores.lend(store)
+            self.store, self._releases = store, False
         else:
             chosen = embed if embed is not None else embedders.hash
             store_options.setdefault("dim", getattr(chosen, "dim", None))
-            self.store, self._owns_store = Store(store, **store_options), True
+            self._options = dict(store_options)
+            self.store, self._releases = open_stores.acquire(store, store_options)
         self.embed: Embed = embed or self.store.embed or embedders.hash
         self.owner = owner
         self.k = k
@@ -152,8 +186,7 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
             return UpdateContextResult(memories=MemoryQueryResult(results=[]))
         found = await self.query(last)
         if found.results:
-            texts = [m.content for m in found.results if isinstance(m.content, str)]
-            lines = [f"{i}. {t}" for i, t in enumerate(texts, 1)]
+            lines = [f"{i}. {_text(m)}" for i, m in enumerate(found.results, 1)]
             text = "\nRelevant memory content (most relevant first):\n" + "\n".join(lines) + "\n"
             await model_context.add_message(SystemMessage(content=text))
         return UpdateContextResult(memories=found)
@@ -169,32 +202,66 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
         await asyncio.to_thread(run)
 
     async def close(self) -> None:
-        """Closes the store when this memory opened it."""
-        if self._owns_store:
-            self.store.close()
+        """Lets go of the store when this memory opened it by path: the last
+        memory on that path closes it. Calling it again does nothing."""
+        if self._releases:
+            self._releases = False
+            open_stores.release(self.store)
 
     # -- component config -------------------------------------------------------
 
     def _to_config(self) -> ConsensusMemoryConfig:
         named = next((n for n, get in _NAMED.items() if get() is self.embed), None)
         if named is None:
-            raise ValueError("a ConsensusMemory with a custom embed cannot be saved as a config")
+            raise ValueError(
+                f"a ConsensusMemory with a custom embed cannot be saved as a config (it names {sorted(_NAMED)})"
+            )
+        if self.split is not None:
+            raise ValueError("a ConsensusMemory with a custom split cannot be saved as a config")
+        options = {k: v for k, v in self._options.items() if k in _SAVED_OPTIONS}
+        if callable(options.get("merge_policy")):
+            raise ValueError("a ConsensusMemory whose store has a custom merge_policy cannot be saved as a config")
+        if "metric" in options:
+            options["metric"] = str(options["metric"])
         return ConsensusMemoryConfig(
-            path=self.store.path, owner=self.owner, k=self.k, expand=self.expand, embedder=named, name=self._name
+            path=os.path.abspath(self.store.path),
+            owner=self.owner,
+            k=self.k,
+            expand=self.expand,
+            embedder=named,
+            name=self._name,
+            judge=judge_spec(self.store.judge),
+            min_similarity=self.store.min_similarity,
+            candidates=self.store.candidates,
+            store_options=options,
         )
 
     @classmethod
     def _from_config(cls, config: ConsensusMemoryConfig) -> Self:
         if config.embedder not in _NAMED:
             raise ValueError(f"embedder must be one of {sorted(_NAMED)}, got {config.embedder!r}")
+        unknown = sorted(set(config.store_options) - set(_SAVED_OPTIONS))
+        if unknown:
+            raise ValueError(f"store_options {unknown} are not store options a config can carry")
         embed = _NAMED[config.embedder]()
-        return cls(config.path, config.owner, k=config.k, expand=config.expand, embed=embed, name=config.name)
+        return cls(
+            config.path,
+            config.owner,
+            k=config.k,
+            expand=config.expand,
+            embed=embed,
+            name=config.name,
+            judge=judge_from_spec(config.judge),
+            min_similarity=config.min_similarity,
+            candidates=config.candidates,
+            **config.store_options,
+        )
 
     # -- helpers ----------------------------------------------------------------
 
     def _statements(self, content: MemoryContent) -> list[str]:
         text = _text(content)
-        parts = self.split(text) if self.split is not None else [text]
+        parts = self.split(text) if self.split is not None and not _is_json(content) else [text]
         return [p for p in parts if p.strip()]
 
     @staticmethod
@@ -205,16 +272,54 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
         return await task
 
 
+def _mime(content: MemoryContent) -> str:
+    m = content.mime_type
+    return m.value if isinstance(m, MemoryMimeType) else str(m)
+
+
+def _is_json(content: MemoryContent) -> bool:
+    return isinstance(content.content, dict) or _mime(content) == MemoryMimeType.JSON.value
+
+
+def _canonical(value: dict[str, Any]) -> str:
+    """The one text of a JSON object: what is stored, and what marks a
+    record's text as JSON on the way back."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
 def _text(content: MemoryContent) -> str:
-    """The text of a content: ``str`` as is, ``dict`` as sorted JSON."""
-    value = content.content
-    if isinstance(value, str):
-        return value
+    """The text a content is stored as: text as is, JSON as canonical text;
+    ``ValueError`` for what a record cannot hold."""
+    value, mime = content.content, _mime(content)
+    if mime not in _TEXT_TYPES or isinstance(value, bytes) or not isinstance(value, (str, dict)):
+        raise ValueError(f"Unsupported content type: {mime} ({type(value).__name__})")
     if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    raise TypeError(f"ConsensusMemory stores text: got content of type {type(value).__name__}")
+        return _canonical(value)
+    if mime == MemoryMimeType.JSON.value:
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise ValueError("JSON content must be a dict or a str holding a JSON object")
+        return _canonical(parsed)
+    return value
+
+
+def _json_of(text: str) -> Optional[dict[str, Any]]:
+    """The object a record's text holds when it is canonical JSON, else None."""
+    if not text.startswith("{"):
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) and _canonical(parsed) == text else None
 
 
 def _content(m: Record) -> MemoryContent:
     meta = {"id": m.id, "owners": sorted(m.owners), "score": m.score, "via": m.via, "round": m.round}
+    obj = _json_of(m.text)
+    if obj is not None:
+        return MemoryContent(content=obj, mime_type=MemoryMimeType.JSON, metadata=meta)
     return MemoryContent(content=m.text, mime_type=MemoryMimeType.TEXT, metadata=meta)
