@@ -1,6 +1,6 @@
 """The Planfence paper's experiments, ours beside the paper's figures.
 
-    python bench/planfence_experiments.py [--seed 7] [--workflows 30] [--actions 150]
+    python bench/planfence_experiments.py [--seed 7] [--workflows 30] [--actions 300]
 
 Runs against the installed package (``pip install .``); the executors it
 compares live beside it, in bench/planfence_baselines/.
@@ -270,7 +270,7 @@ def setting_differences(rates: list[float]) -> list[str]:
     return [
         "Link model: ours is emulated in user space (a seeded Gamma one-way delay per message, FIFO rate queues "
         "per uplink and downlink, a store-and-forward core), without loss, retransmission or TCP congestion "
-        "control; the paper used a kernel-emulated LTE link.",
+        "control; the paper emulated its LTE link in the kernel (netem).",
         f"Value size: every value is {VALUE_BYTES} B here (one push holds a 2 Mbit/s uplink for 33 ms); the "
         "paper's value sizes are not recorded in the sources this project keeps, and smaller values make "
         "per-update sync cheaper.",
@@ -348,7 +348,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workflows", type=int, default=30)
-    ap.add_argument("--actions", type=int, default=150, help="actions per update rate in (c)")
+    ap.add_argument("--actions", type=int, default=300, help="actions per update rate in (c)")
     ap.add_argument("--rates", type=_rates, default=RATES, help="update rates in (c), comma-separated (default: %(default)s)")
     a = ap.parse_args(argv)
     if a.workflows < 1 or a.actions < 1:

@@ -21,10 +21,11 @@ is microseconds against links of tens of milliseconds.
 
 from __future__ import annotations
 
+import math
 import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from agentsensus import StalePlanError
 
@@ -116,6 +117,8 @@ class _TimedHeads:
     def ask_encoded(self, queries: Mapping[str, bytes]) -> dict[str, Any]:
         replies: dict[str, Any] = {}
         arrived: list[Message] = []
+        if not queries:
+            return replies
 
         def answer(m: Message, owner: str, q: bytes) -> None:
             replies[owner] = a = self.owners.run(self.ex.stores[owner].fence.answer, owner, q)
@@ -194,6 +197,8 @@ def run_planfence(root: str, w: World, net: EmulatedNetwork, updates: list[tuple
         for t, k in updates:  # owners write locally: nothing crosses a link
             net.at(t, lambda k=k: owners.run(ex.publish, w.owner[k], k, rng.randbytes(w.value_bytes)))
         for t0 in actions:
+            if net.now > t0:  # the stall is measured from t0: the actor must be free by then
+                raise ValueError(f"the action at {t0:g} s starts before the one before it ended ({net.now:g} s)")
             net.run_to(t0)
             a = ActionStall(0.0)
             heads.clock, heads.rounds = t0, []
@@ -253,7 +258,8 @@ def run_planfence(root: str, w: World, net: EmulatedNetwork, updates: list[tuple
     return out
 
 
-def run_sync(w: World, net: EmulatedNetwork, updates: list[tuple[float, str]], actions: list[float]) -> list[ActionStall]:
+def run_sync(w: World, net: EmulatedNetwork, updates: list[tuple[float, str]],
+             actions: list[float]) -> list[ActionStall]:
     """Acknowledged per-update synchronization: every update is pushed to the
     holders of the plans that depend on it; before each action the actor
     waits until every update of its plan's inputs issued before the action is
@@ -281,7 +287,9 @@ def run_sync(w: World, net: EmulatedNetwork, updates: list[tuple[float, str]], a
     for t0 in actions:
         net.run_to(t0)
         a = ActionStall(0.0)
-        while done < len(mine) and mine[done].issued <= t0 and mine[done].synced_at is not None and mine[done].synced_at <= t0:
+        # An action may start while the one before still waits (a stall can
+        # outlast the gap between actions); it waits for its own updates only.
+        while done < len(mine) and mine[done].issued <= t0 and (mine[done].synced_at or math.inf) <= t0:
             done += 1
         pending = [u for u in mine[done:] if u.issued <= t0]
         net.run_until(lambda: all(u.synced_at is not None for u in pending))
