@@ -25,8 +25,8 @@ PACKAGE = Path(agentsensus.__path__[0]).resolve()
 
 # What "the project" is, for these checks: the files a user or a contributor
 # reads. tests/ is left out so that this file may spell what it looks for.
-SCOPE_FILES = ("README.md", "CONTRIBUTING.md", "mkdocs.yml", "pyproject.toml")
-SCOPE_DIRS = ("docs", "python", "bench", "cpp", "bindings", "examples")
+SCOPE_FILES = ("README.md", "CONTRIBUTING.md", "mkdocs.yml", "pyproject.toml", "CMakeLists.txt")
+SCOPE_DIRS = ("docs", "python", "bench", "cpp", "bindings", "examples", "fuzz", "scripts", "cmake", ".ci")
 # Walked when there is no git checkout (an unpacked sdist).
 _UNTRACKED = {"build", "dist", "site", "__pycache__", ".venv", ".data", "results", ".hypothesis", ".benchmarks"}
 
