@@ -9,4 +9,4 @@ from .planfence.transport import *  # noqa: F401,F403 - the same public names
 from .planfence.transport import __all__, main  # noqa: F401
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python -m agentsensus.heads_transport"))

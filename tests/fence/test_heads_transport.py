@@ -7,19 +7,22 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 
 from agentsensus import StalePlanError, Store
 from agentsensus.heads_transport import HeadsClient, HeadsServer, OwnerUnavailable
 
+from fake_owners import FakeOwner, echo_spoof
+
 HERE = os.path.dirname(__file__)
+TOKEN = "the owners' shared token, 32 bytes"
 
 
 class Owner:
-    def __init__(self, path: str, owner: str, keys: list[str]) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    def __init__(self, path: str, owner: str, keys: list[str], token: Optional[str] = None) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), HEADS_TOKEN=token or "")
         self.p = subprocess.Popen(
             [sys.executable, os.path.join(HERE, "owner_process.py"), path, owner, *keys],
             stdin=subprocess.PIPE,
@@ -27,6 +30,7 @@ class Owner:
             text=True,
             env=env,
         )
+        self.token = token
         line = self.p.stdout.readline()
         assert line.startswith("listening "), line
         self.url = line.split()[1]
@@ -48,14 +52,20 @@ class Owner:
 
 
 @pytest.fixture
-def owners(tmp_path) -> Iterator[dict[str, Owner]]:
+def owners(tmp_path, request) -> Iterator[dict[str, Owner]]:
+    token = getattr(request, "param", None)  # a test may ask for owners with a token
     o = {
-        "alice": Owner(os.fspath(tmp_path / "alice"), "alice", ["req", "scope-doc"]),
-        "bob": Owner(os.fspath(tmp_path / "bob"), "bob", ["budget"]),
+        "alice": Owner(os.fspath(tmp_path / "alice"), "alice", ["req", "scope-doc"], token),
+        "bob": Owner(os.fspath(tmp_path / "bob"), "bob", ["budget"], token),
     }
     yield o
     for x in o.values():
         x.stop()
+
+
+def _client(owners: dict[str, Owner], timeout: float) -> HeadsClient:
+    token = next(iter(owners.values())).token
+    return HeadsClient({o: x.url for o, x in owners.items()}, timeout=timeout, token=token)
 
 
 def _plan(store: Store, client: HeadsClient) -> None:
@@ -66,10 +76,9 @@ def _plan(store: Store, client: HeadsClient) -> None:
     f.derive("plan", "planner", "the plan", {k: f.head(k) for k in ("req", "scope-doc", "budget")})
 
 
+@pytest.mark.parametrize("owners", [None, TOKEN], ids=["open", "token"], indirect=True)
 def test_a_revision_in_another_process_is_caught_and_replanned(tmp_path, owners):
-    with Store(os.fspath(tmp_path / "planner"), dim=4) as store, HeadsClient(
-        {o: x.url for o, x in owners.items()}, timeout=5
-    ) as client:
+    with Store(os.fspath(tmp_path / "planner"), dim=4) as store, _client(owners, timeout=5) as client:
         _plan(store, client)
         f = store.fence
         c = f.check("plan", heads=client)
@@ -84,9 +93,7 @@ def test_a_revision_in_another_process_is_caught_and_replanned(tmp_path, owners)
 
 
 def test_identical_republish_in_another_process_is_current_by_digest(tmp_path, owners):
-    with Store(os.fspath(tmp_path / "planner"), dim=4) as store, HeadsClient(
-        {o: x.url for o, x in owners.items()}, timeout=5
-    ) as client:
+    with Store(os.fspath(tmp_path / "planner"), dim=4) as store, _client(owners, timeout=5) as client:
         _plan(store, client)
         owners["bob"].publish("budget", "budget v1")  # same content as version 1
         assert store.fence.check("plan", heads=client).current
@@ -94,10 +101,10 @@ def test_identical_republish_in_another_process_is_current_by_digest(tmp_path, o
 
 def test_an_unreachable_owner_blocks_with_a_reason_naming_it(tmp_path, owners):
     with Store(os.fspath(tmp_path / "planner"), dim=4) as store:
-        with HeadsClient({o: x.url for o, x in owners.items()}, timeout=5) as client:
+        with _client(owners, timeout=5) as client:
             _plan(store, client)
         owners["bob"].stop()
-        with HeadsClient({o: x.url for o, x in owners.items()}, timeout=5) as client:
+        with _client(owners, timeout=5) as client:
             c = store.fence.check("plan", heads=client)
             assert not c.current
             assert [s.key for s in c.stale] == ["budget"]
@@ -108,11 +115,11 @@ def test_an_unreachable_owner_blocks_with_a_reason_naming_it(tmp_path, owners):
 
 def test_an_owner_that_hangs_times_out_and_blocks(tmp_path, owners):
     with Store(os.fspath(tmp_path / "planner"), dim=4) as store:
-        with HeadsClient({o: x.url for o, x in owners.items()}, timeout=5) as client:
+        with _client(owners, timeout=5) as client:
             _plan(store, client)
         os.kill(owners["alice"].p.pid, signal.SIGSTOP)  # alive, but never answers
         try:
-            with HeadsClient({o: x.url for o, x in owners.items()}, timeout=0.5) as client:
+            with _client(owners, timeout=0.5) as client:
                 c = store.fence.check("plan", heads=client)
         finally:
             os.kill(owners["alice"].p.pid, signal.SIGCONT)
@@ -147,3 +154,91 @@ def test_client_and_server_refuse_bad_configuration(tmp_path):
             HeadsServer(store, [])
         with pytest.raises(ValueError, match="port"):
             HeadsServer(store, "a", port=70000)
+
+
+def test_a_spoof_on_a_stopped_owner_process_port_cannot_pass_a_stale_plan(tmp_path):
+    """The issue's attack: alice's owner process stops and a spoof that
+    echoes the recorded versions takes its port. With the token the stale
+    plan is blocked, naming alice; without it, the same spoof passes."""
+    for token in (TOKEN, None):
+        o = {"alice": Owner(os.fspath(tmp_path / f"alice-{bool(token)}"), "alice", ["req", "scope-doc"], token)}
+        try:
+            with Store(os.fspath(tmp_path / f"planner-{bool(token)}"), dim=4) as store:
+                f = store.fence
+                with _client(o, timeout=5) as client:
+                    for key in ("req", "scope-doc"):
+                        version, value = client.fetch("alice", key)
+                        f.observe(key, "alice", version, value)
+                    f.derive("plan", "planner", "the plan", {k: f.head(k) for k in ("req", "scope-doc")})
+                    o["alice"].publish("req", "revised requirement")
+                    assert not f.check("plan", heads=client).current
+                port = int(o["alice"].url.rsplit(":", 1)[1])
+                o["alice"].stop()
+                with FakeOwner(echo_spoof(), port=port), _client(o, timeout=5) as client:
+                    c = f.check("plan", heads=client)
+                    if token is None:
+                        assert c.current  # the attack, where nothing proves who answers
+                        continue
+                    assert not c.current
+                    assert all("'alice'" in s.reason and "failed verification" in s.reason for s in c.stale)
+                    with pytest.raises(StalePlanError, match="alice"):
+                        f.guard("plan", heads=client, replan=lambda c: None)
+        finally:
+            o["alice"].stop()
+
+
+def _serve(args: list[str]) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentsensus.heads_transport", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_the_module_serves_with_a_token_file_and_refuses_bad_setups_in_one_line(tmp_path):
+    path = os.fspath(tmp_path / "s")
+    with Store(path, dim=4) as store:
+        store.fence.publish("k", "alice", "v")
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    token.chmod(0o600)
+    p = _serve([path, "--owner", "alice", "--token-file", os.fspath(token)])
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("listening http://127.0.0.1:"), line + p.stderr.read()
+        url = line.split()[1]
+        with HeadsClient({"alice": url}, token=TOKEN, timeout=5) as c:
+            assert c("alice", ["k"]) == {"k": 1}
+        with HeadsClient({"alice": url}, timeout=5) as c:
+            with pytest.raises(OwnerUnavailable, match="HTTP 401"):
+                c("alice", ["k"])
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0
+    token.chmod(0o644)
+    refusals = [
+        (_serve(args), message)  # started together: each is an interpreter start
+        for args, message in (
+            ([path, "--owner", "alice", "--host", "0.0.0.0"], "not a loopback address"),
+            ([path, "--owner", "alice", "--token-file", os.fspath(token)], "chmod 600"),
+            ([os.fspath(tmp_path / "nothing"), "--owner", "alice"], "error"),
+            ([path, "--owner", "alice", "--tls-cert", os.fspath(token)], "go together"),
+        )
+    ]
+    for p, message in refusals:
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise
+        assert p.returncode == 2 and out == "", (p.args, out, err)
+        assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err, err

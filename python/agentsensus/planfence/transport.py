@@ -3,36 +3,59 @@
 :class:`HeadsServer` serves one or more owners' heads from a store;
 :class:`HeadsClient` asks each owner once per check, all owners in parallel,
 with a timeout. A failure (timeout, refused connection, HTTP error, unknown
-owner) is reported per owner and blocks the action with a reason naming the
-owner: an unreachable owner never lets a stale plan through.
+owner, an answer that fails verification) is reported per owner and blocks
+the action with a reason naming the owner: an unreachable or unproven owner
+never lets a stale plan through.
 
 Wire: ``POST /v1/heads/{owner}`` with the encoded head query (see
 ``cpp/heads_codec.hpp``) as an ``application/octet-stream`` body; the answer
 is the encoded reply. ``GET /v1/value/{owner}?key=K`` returns the head value
 of ``K`` with its version in the ``X-Version`` header (what a replan fetches).
+Every request carries an ``X-Agentsensus-Nonce`` header.
+
+Security (see docs/reliability.md, "The heads transport"):
+
+- ``token=`` on both sides: every request is authenticated and every answer
+  is bound to its request by a MAC (:mod:`.transport_auth`), so a server
+  without the token (a spoof, a squatter on the port) or a replayed answer
+  cannot make a check pass.
+- ``ssl_context=`` on both sides: TLS, mutual if the server's context
+  requires client certificates (:func:`server_ssl_context`,
+  :func:`client_ssl_context`).
+- A server on a non-loopback host with neither refuses to start unless
+  ``insecure=True``.
 
 Run an owner's server as a process::
 
-    python -m agentsensus.heads_transport PATH --owner NAME [--port N]
+    python -m agentsensus.planfence.transport PATH --owner NAME [--port N] [--token-file F]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
+import os
+import re
+import secrets
 import signal
+import ssl
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Union
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Optional, Union
+from urllib.parse import quote, urlsplit
 
 from .. import _core
 from ..errors import Error
-from .fence import check_key
 from ..validation import check_owner
+from . import transport_auth as auth
+from .fence import check_key
+from .transport_auth import MAX_CLOCK_SKEW, MIN_TOKEN_BYTES, new_token, read_token_file
 
 if TYPE_CHECKING:
-    from .fence import Fence
     from ..store import Store
+    from .fence import Fence
 
 try:
     import aiohttp
@@ -40,15 +63,135 @@ try:
 except ImportError as e:  # pragma: no cover - only without the extra
     raise ImportError("the heads transport needs aiohttp: pip install 'agentsensus[fence]'") from e
 
-__all__ = ["HeadsServer", "HeadsClient", "OwnerUnavailable"]
+__all__ = [
+    "HeadsServer",
+    "HeadsClient",
+    "OwnerUnavailable",
+    "AnswerNotAuthentic",
+    "server_ssl_context",
+    "client_ssl_context",
+    "read_token_file",
+    "new_token",
+    "MIN_TOKEN_BYTES",
+    "MAX_CLOCK_SKEW",
+    "DEFAULT_MAX_KEYS",
+    "DEFAULT_MAX_QUERY_BYTES",
+]
 
 _OCTET = "application/octet-stream"
-# A head query is small (about 7 bytes per key); refuse anything absurd.
-_MAX_QUERY_BYTES = 8 << 20
+#: Keys one head query may ask for (a plan's frontier at one owner).
+DEFAULT_MAX_KEYS = 65536
+#: Bytes of one encoded head query (a query is about 7 bytes per key, plus key text).
+DEFAULT_MAX_QUERY_BYTES = 8 << 20
+# Bodies above this are verified and answered on a worker thread, so that
+# a huge query never holds the event loop that small checks are served on.
+_HEAVY_BYTES = 64 << 10
+_OP_HEADS, _OP_VALUE = b"heads", b"value"
+_HOST_RE = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+)(?::([0-9]{1,5}))?")
+# The client keeps idle connections for less time than a server keeps them
+# by default (header_timeout), so it rarely reuses one the server is closing.
+_CLIENT_KEEPALIVE = 4.0
 
 
 class OwnerUnavailable(Error):
     """An owner did not answer (timeout, refused connection, HTTP error)."""
+
+
+class AnswerNotAuthentic(OwnerUnavailable):
+    """An owner's answer failed verification: no MAC, or one that does not
+    match this request (a server without the token, or a replayed answer).
+    The answer is not used."""
+
+
+def server_ssl_context(certfile: str, keyfile: str, *, client_ca: Optional[str] = None) -> ssl.SSLContext:
+    """A TLS context for :class:`HeadsServer` (TLS 1.2 or later) with the
+    server's certificate chain; with ``client_ca``, mutual TLS: a client
+    must present a certificate signed by that CA."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(certfile, keyfile)
+    if client_ca is not None:
+        ctx.load_verify_locations(cafile=client_ca)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
+def client_ssl_context(
+    cafile: Optional[str] = None, *, certfile: Optional[str] = None, keyfile: Optional[str] = None
+) -> ssl.SSLContext:
+    """A TLS context for :class:`HeadsClient` that verifies the server's
+    certificate and name against ``cafile`` (the system's CAs if ``None``);
+    with ``certfile`` (and ``keyfile``), the client's certificate for mutual TLS."""
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=cafile)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if certfile is not None:
+        ctx.load_cert_chain(certfile, keyfile)
+    return ctx
+
+
+def _bare(host: str) -> str:
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def _ip(host: str) -> Optional[Union[ipaddress.IPv4Address, ipaddress.IPv6Address]]:
+    try:
+        return ipaddress.ip_address(_bare(host))
+    except ValueError:
+        return None
+
+
+def _is_loopback(host: str) -> bool:
+    ip = _ip(host)
+    return host.lower() == "localhost" if ip is None else ip.is_loopback
+
+
+def _url_host(host: str) -> str:
+    ip = _ip(host)
+    return f"[{ip}]" if ip is not None and ip.version == 6 else host
+
+
+def _positive(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def _query_keys(query: bytes) -> Optional[int]:
+    """The key count a head query declares (its first varint), or ``None``
+    if it is malformed there (the engine then refuses it)."""
+    if len(query) < 2 or query[0] != 0x01:
+        return None
+    n, shift = 0, 0
+    for c in query[1:11]:
+        n |= (c & 0x7F) << shift
+        if not c & 0x80:
+            return n
+        shift += 7
+    return None
+
+
+class _Refused(Exception):
+    """An HTTP refusal; ``close`` drops the connection after answering."""
+
+    def __init__(self, status: int, text: str, close: bool = False) -> None:
+        super().__init__(text)
+        self.status, self.text, self.close = status, text, close
+
+
+def _refuse(status: int, text: str, close: bool = False) -> NoReturn:
+    raise _Refused(status, text, close)
+
+
+# One text for an unknown owner, a key another owner holds and an unknown
+# key: an error says nothing about what exists.
+_NOT_FOUND = "not found"
+_UNAUTHENTICATED = "not authenticated"
 
 
 class _LoopThread:
@@ -74,7 +217,35 @@ class _LoopThread:
 class HeadsServer:
     """Serves ``owners``' heads from ``store`` (a Store or its Fence) over
     HTTP on ``host:port`` (port 0 picks a free one). ``start()`` runs it on a
-    background thread; ``serve_forever()`` in the calling one."""
+    background thread; ``serve_forever()`` in the calling one.
+
+    Args:
+        store: the Store (or its ``Fence``) whose heads are served.
+        owners: the owner name, or names, this server answers for.
+        host: the address to bind. A non-loopback one needs ``token`` or
+            ``ssl_context``, or ``insecure=True``.
+        port: the port to bind (0: a free one, see :attr:`url`).
+        token: the shared secret (str or bytes, at least
+            :data:`MIN_TOKEN_BYTES`). Every request must carry its MAC and
+            every answer carries one bound to the request's nonce; a request
+            without a valid one is refused with HTTP 401.
+        ssl_context: serve HTTPS with this context (see
+            :func:`server_ssl_context`; mutual TLS if it requires client
+            certificates).
+        insecure: allow a non-loopback host with neither token nor TLS.
+        allowed_hosts: extra names the ``Host`` header may carry (a DNS
+            name clients use). Always allowed: the bound host, ``localhost``
+            and the loopback addresses; any IP address when bound to a
+            wildcard address. A request for another name is refused (421),
+            which stops DNS rebinding from a browser.
+        max_keys: the most keys one head query may ask for (more: 413).
+        max_query_bytes: the largest head query body (more: 413).
+        max_concurrent: requests read or answered at once; one more is
+            refused at once with 503 ("busy") instead of queueing.
+        header_timeout: seconds a connection may take to send a request's
+            headers (also how long an idle keep-alive connection stays open).
+        body_timeout: seconds a request may take to send its body.
+    """
 
     def __init__(
         self,
@@ -83,6 +254,15 @@ class HeadsServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        token: Optional[Union[str, bytes]] = None,
+        ssl_context: Optional[ssl.SSLContext] = None,
+        insecure: bool = False,
+        allowed_hosts: Iterable[str] = (),
+        max_keys: int = DEFAULT_MAX_KEYS,
+        max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES,
+        max_concurrent: int = 32,
+        header_timeout: float = 10.0,
+        body_timeout: float = 10.0,
     ) -> None:
         self._fence: "Fence" = store.fence if hasattr(store, "fence") else store
         names = [owners] if isinstance(owners, str) else list(owners)
@@ -93,61 +273,208 @@ class HeadsServer:
             raise ValueError(f"host must be a non-empty str, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be an int between 0 and 65535, got {port!r}")
+        self._keys = auth.Keys(token) if token is not None else None
+        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
+            raise TypeError(f"ssl_context must be an ssl.SSLContext, got {type(ssl_context).__name__}")
+        if not isinstance(insecure, bool):
+            raise TypeError(f"insecure must be a bool, got {type(insecure).__name__}")
+        if not _is_loopback(host) and self._keys is None and ssl_context is None and not insecure:
+            raise ValueError(
+                f"host {host!r} is not a loopback address and the server has no token and no TLS: "
+                "anyone who can reach it could read heads and values. Pass token=, ssl_context=, "
+                "or insecure=True"
+            )
+        if isinstance(allowed_hosts, str):
+            raise TypeError("allowed_hosts must be an iterable of names, not a single str")
+        self.allowed_hosts = frozenset(_bare(h).lower() for h in allowed_hosts)
+        self.max_keys = _count(max_keys, "max_keys")
+        self.max_query_bytes = _count(max_query_bytes, "max_query_bytes")
+        self.max_concurrent = _count(max_concurrent, "max_concurrent")
+        self.header_timeout = _positive(header_timeout, "header_timeout")
+        self.body_timeout = _positive(body_timeout, "body_timeout")
         self.host = host
         self.port = port
+        self._ssl = ssl_context
+        self._seen = auth.SeenNonces()
+        self._inflight = 0
+        self._worker: Optional[ThreadPoolExecutor] = None
         self._runner: Optional[web.AppRunner] = None
         self._loop: Optional[_LoopThread] = None
 
     @property
     def url(self) -> str:
-        """The base URL, once started."""
+        """The base URL, once started (a wildcard bind reads as loopback)."""
         if self._runner is None:
             raise Error("the heads server is not started")
-        return f"http://{self.host}:{self.port}"
+        ip = _ip(self.host)
+        host = self.host
+        if ip is not None and ip.is_unspecified:
+            host = "127.0.0.1" if ip.version == 4 else "::1"
+        return f"{'https' if self._ssl is not None else 'http'}://{_url_host(host)}:{self.port}"
 
     def _app(self) -> web.Application:
-        app = web.Application(client_max_size=_MAX_QUERY_BYTES)
+        app = web.Application(client_max_size=self.max_query_bytes)
         app.router.add_post("/v1/heads/{owner}", self._heads)
         app.router.add_get("/v1/value/{owner}", self._value)
         return app
 
-    def _owner(self, request: web.Request) -> str:
-        owner = request.match_info["owner"]
-        if owner not in self.owners:
-            raise web.HTTPNotFound(text=f"this server does not serve owner {owner!r}")
-        return owner
+    # -- request gate --------------------------------------------------------------
 
-    async def _heads(self, request: web.Request) -> web.Response:
-        owner = self._owner(request)
-        query = await request.read()
+    def _host_ok(self, header: Optional[str]) -> bool:
+        m = _HOST_RE.fullmatch(header or "")
+        if m is None:
+            return False
+        name = _bare(m[1]).lower()
+        port = int(m[2]) if m[2] else (443 if self._ssl is not None else 80)
+        if port != self.port:
+            return False
+        if name in self.allowed_hosts or name == "localhost" or name == _bare(self.host).lower():
+            return True
+        ip, bound = _ip(name), _ip(self.host)
+        return ip is not None and (ip.is_loopback or (bound is not None and bound.is_unspecified))
+
+    def _gate(self, request: web.Request) -> bytes:
+        """Checks every request before anything is looked up; returns its nonce."""
+        if not self._host_ok(request.headers.get("Host")):
+            _refuse(421, "this server does not answer for that Host")
+        # Our client never sends Origin; a browser always does on these requests.
+        if "Origin" in request.headers:
+            _refuse(403, "requests from web pages are refused")
+        # A custom header a page cannot send without a CORS preflight (which
+        # this server never grants).
+        nonce = auth.parse_nonce(request.headers.get(auth.H_NONCE))
+        if nonce is None:
+            _refuse(400, f"the {auth.H_NONCE} header (32 hex digits) is missing or malformed")
+        return nonce
+
+    def _authenticate(self, request: web.Request, op: bytes, owner: str, nonce: bytes, payload: bytes) -> None:
+        if self._keys is None:
+            return
+        why = auth.verify_request(
+            self._keys,
+            self._seen,
+            op,
+            owner,
+            nonce,
+            payload,
+            request.headers.get(auth.H_TIME),
+            request.headers.get(auth.H_MAC),
+        )
+        if why == "full":
+            _refuse(503, "busy: too many requests in the replay window")
+        if why is not None:  # unauthenticated or replayed: one answer for both
+            _refuse(401, _UNAUTHENTICATED)
+
+    def _sealed(self, op: bytes, owner: str, nonce: bytes, payload: bytes, version: bytes, body: bytes) -> dict[str, str]:
+        if self._keys is None:
+            return {}
+        return {auth.H_MAC: auth.answer_mac(self._keys, op, owner, nonce, payload, version, body).hex()}
+
+    # -- handlers ------------------------------------------------------------------
+
+    async def _heads(self, request: web.Request) -> web.StreamResponse:
         try:
-            # Microseconds of engine work with the GIL released: no thread hop.
+            return await self._heads_checked(request)
+        except _Refused as r:
+            return self._refusal(r)
+
+    async def _value(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return self._value_checked(request)
+        except _Refused as r:
+            return self._refusal(r)
+
+    @staticmethod
+    def _refusal(r: _Refused) -> web.Response:
+        resp = web.Response(status=r.status, text=r.text)
+        if r.close:
+            resp.force_close()
+        return resp
+
+    async def _heads_checked(self, request: web.Request) -> web.Response:
+        nonce = self._gate(request)
+        if request.content_type != _OCTET:
+            _refuse(415, f"the body must be {_OCTET}")
+        length = request.content_length
+        if length is None:
+            _refuse(411, "Content-Length is required", close=True)
+        if length > self.max_query_bytes:
+            _refuse(413, f"the query is {length} bytes; the limit is {self.max_query_bytes}", close=True)
+        if self._inflight >= self.max_concurrent:
+            _refuse(503, "busy: too many queries at once", close=True)
+        self._inflight += 1
+        try:
+            try:
+                query = await asyncio.wait_for(request.read(), self.body_timeout)
+            except asyncio.TimeoutError:
+                _refuse(408, f"the body did not arrive within {self.body_timeout:g} s", close=True)
+            n = _query_keys(query)
+            if n is not None and n > self.max_keys:
+                _refuse(413, f"the query asks for {n} keys; the limit is {self.max_keys}")
+            owner = request.match_info["owner"]
+            if len(query) > _HEAVY_BYTES:
+                assert self._worker is not None
+                loop = asyncio.get_running_loop()
+                answer, headers = await loop.run_in_executor(
+                    self._worker, self._answer_heads, request, owner, nonce, query
+                )
+            else:
+                answer, headers = self._answer_heads(request, owner, nonce, query)
+        finally:
+            self._inflight -= 1
+        return web.Response(body=answer, content_type=_OCTET, headers=headers)
+
+    def _answer_heads(self, request: web.Request, owner: str, nonce: bytes, query: bytes) -> tuple[bytes, dict[str, str]]:
+        self._authenticate(request, _OP_HEADS, owner, nonce, query)
+        if owner not in self.owners:
+            _refuse(404, _NOT_FOUND)
+        try:
+            # Engine work with the GIL released.
             answer = self._fence.answer(owner, query)
         except ValueError as e:
-            raise web.HTTPBadRequest(text=str(e))
+            _refuse(400, str(e))
         except Error as e:
-            raise web.HTTPServiceUnavailable(text=str(e))
-        return web.Response(body=answer, content_type=_OCTET)
+            _refuse(503, str(e))
+        return answer, self._sealed(_OP_HEADS, owner, nonce, query, b"", answer)
 
-    async def _value(self, request: web.Request) -> web.Response:
-        owner = self._owner(request)
+    def _value_checked(self, request: web.Request) -> web.Response:
+        nonce = self._gate(request)
+        if request.content_length:
+            _refuse(400, "a value request has no body", close=True)
+        owner = request.match_info["owner"]
+        raw = request.query.get("key", "")
+        self._authenticate(request, _OP_VALUE, owner, nonce, auth.utf8(raw))
+        if owner not in self.owners:
+            _refuse(404, _NOT_FOUND)
         try:
-            key = check_key(request.query.get("key", ""))
+            key = check_key(raw)
         except (TypeError, ValueError) as e:
-            raise web.HTTPBadRequest(text=str(e))
+            _refuse(400, str(e))
         try:
             if self._fence.owner(key) != owner:
-                raise web.HTTPNotFound(text=f"{key!r} is not owned by {owner!r}")
+                _refuse(404, _NOT_FOUND)
             version = self._fence.head(key)
             value = self._fence.value(key, version)
-        except KeyError as e:
-            raise web.HTTPNotFound(text=str(e))
-        return web.Response(body=value, content_type=_OCTET, headers={"X-Version": str(version)})
+        except KeyError:
+            _refuse(404, _NOT_FOUND)
+        v = str(version)
+        headers = {"X-Version": v, **self._sealed(_OP_VALUE, owner, nonce, auth.utf8(raw), v.encode(), value)}
+        return web.Response(body=value, content_type=_OCTET, headers=headers)
+
+    # -- lifecycle -----------------------------------------------------------------
 
     async def _start(self) -> None:
-        self._runner = web.AppRunner(self._app(), access_log=None)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentsensus-heads-heavy")
+        # aiohttp closes a connection that has not sent a whole request head
+        # within keepalive_timeout of connecting or of its last answer,
+        # however slowly it trickles bytes: that is the header timeout.
+        # shutdown_timeout: stop() waits this long for requests in flight
+        # (a slow body among them), then cancels them.
+        self._runner = web.AppRunner(
+            self._app(), access_log=None, keepalive_timeout=self.header_timeout, shutdown_timeout=2.0
+        )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
         await site.start()
         # aiohttp types _server as AbstractServer; it is an asyncio.Server, which has the sockets (port 0).
         sockets = getattr(site._server, "sockets", None) or []
@@ -157,6 +484,9 @@ class HeadsServer:
     async def _stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
 
     def start(self) -> "HeadsServer":
         """Starts serving on a background thread; returns self."""
@@ -166,8 +496,12 @@ class HeadsServer:
         try:
             self._loop.run(self._start())
         except BaseException:
-            self._loop.stop()
-            self._loop = None
+            try:
+                self._loop.run(self._stop(), timeout=10)
+            finally:
+                self._loop.stop()
+                self._loop = None
+                self._runner = None
             raise
         return self
 
@@ -186,14 +520,16 @@ class HeadsServer:
 
         async def main() -> None:
             await self._start()
-            if ready is not None:
-                ready(self.url)
-            done = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, done.set)
-            await done.wait()
-            await self._stop()
+            try:
+                if ready is not None:
+                    ready(self.url)
+                done = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, done.set)
+                await done.wait()
+            finally:
+                await self._stop()
 
         asyncio.run(main())
 
@@ -205,23 +541,75 @@ class HeadsServer:
 
 
 class HeadsClient:
-    """Asks owners for their heads over HTTP: ``endpoints`` maps each owner
-    to its server's base URL. Use it as ``heads=`` of ``Fence.check`` and
-    ``Fence.guard``. Each check asks every owner once, all in parallel, each
-    with ``timeout`` seconds; keep-alive connections are reused."""
+    """Asks owners for their heads over HTTP(S). Use it as ``heads=`` of
+    ``Fence.check`` and ``Fence.guard``. Each check asks every owner once,
+    all in parallel, each with ``timeout`` seconds; keep-alive connections
+    are reused.
 
-    def __init__(self, endpoints: Mapping[str, str], *, timeout: float = 2.0) -> None:
+    Args:
+        endpoints: each owner's server base URL (``http://`` or ``https://``).
+        timeout: seconds each owner has to answer.
+        token: the shared secret of the owners' servers: one for all, or a
+            mapping owner -> token (every owner of ``endpoints`` then needs
+            one). Requests are signed, and an answer whose MAC does not bind
+            it to this request (no token at the server, a replayed answer)
+            is refused with :class:`AnswerNotAuthentic`: the check is not
+            current and its reason names the owner.
+        ssl_context: the TLS context for ``https://`` endpoints (see
+            :func:`client_ssl_context`; with a client certificate for mutual
+            TLS). Without it, ``https://`` verifies against the system's CAs.
+        insecure: allow a non-loopback ``http://`` endpoint without a token
+            (nothing then proves where its answers come from).
+    """
+
+    def __init__(
+        self,
+        endpoints: Mapping[str, str],
+        *,
+        timeout: float = 2.0,
+        token: Optional[Union[str, bytes, Mapping[str, Union[str, bytes]]]] = None,
+        ssl_context: Optional[ssl.SSLContext] = None,
+        insecure: bool = False,
+    ) -> None:
         if not isinstance(endpoints, Mapping):
             raise TypeError(f"endpoints must be a mapping owner -> URL, got {type(endpoints).__name__}")
+        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
+            raise TypeError(f"ssl_context must be an ssl.SSLContext, got {type(ssl_context).__name__}")
+        if not isinstance(insecure, bool):
+            raise TypeError(f"insecure must be a bool, got {type(insecure).__name__}")
         self.endpoints: dict[str, str] = {}
+        self._keys: dict[str, auth.Keys] = {}
+        shared = auth.Keys(token) if isinstance(token, (str, bytes, bytearray)) else None
+        if token is not None and shared is None and not isinstance(token, Mapping):
+            raise TypeError(f"token must be a str, bytes or a mapping owner -> token, got {type(token).__name__}")
         for owner, url in endpoints.items():
             check_owner(owner, "an endpoints owner")
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise ValueError(f"endpoint of {owner!r} must be an http(s) URL, got {url!r}")
             self.endpoints[owner] = url.rstrip("/")
+            if shared is not None:
+                self._keys[owner] = shared
+            elif isinstance(token, Mapping):
+                if owner not in token:
+                    raise ValueError(f"token is a mapping without an entry for owner {owner!r}")
+                self._keys[owner] = auth.Keys(token[owner], f"the token of {owner!r}")
+            https = url.startswith("https://")
+            if ssl_context is not None and not https:
+                raise ValueError(f"ssl_context is given but the endpoint of {owner!r} is not https: {url!r}")
+            host = urlsplit(url).hostname or ""
+            if not https and owner not in self._keys and not _is_loopback(host) and not insecure:
+                raise ValueError(
+                    f"endpoint of {owner!r} ({url}) is not on a loopback address and the client has no "
+                    "token: nothing would prove who answers. Pass token=, use https, or insecure=True"
+                )
+        if isinstance(token, Mapping):
+            extra = sorted(set(token) - set(self.endpoints))
+            if extra:
+                raise ValueError(f"token has entries for owners without an endpoint: {extra!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self.timeout = float(timeout)
+        self._ssl = ssl_context
         self._lock = threading.Lock()
         self._loop: Optional[_LoopThread] = None
         self._session: Optional[aiohttp.ClientSession] = None
@@ -232,23 +620,60 @@ class HeadsClient:
                 loop = _LoopThread("agentsensus-heads-client")
 
                 async def make() -> aiohttp.ClientSession:
-                    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
+                    return aiohttp.ClientSession(
+                        timeout=aiohttp.ClientTimeout(total=self.timeout),
+                        connector=aiohttp.TCPConnector(keepalive_timeout=_CLIENT_KEEPALIVE),
+                    )
 
                 self._session = loop.run(make())
                 self._loop = loop
             return self._loop
+
+    def _request_kwargs(self) -> dict[str, Any]:
+        return {} if self._ssl is None else {"ssl": self._ssl}
+
+    def _headers(self, op: bytes, owner: str, nonce: bytes, payload: bytes) -> dict[str, str]:
+        headers = {auth.H_NONCE: nonce.hex()}
+        keys = self._keys.get(owner)
+        if keys is not None:
+            headers.update(auth.sign_request(keys, op, owner, nonce, payload))
+        return headers
+
+    def _verify(
+        self, r: "aiohttp.ClientResponse", owner: str, url: str, op: bytes, nonce: bytes, payload: bytes, version: bytes, body: bytes
+    ) -> None:
+        keys = self._keys.get(owner)
+        if keys is None:
+            return
+        header = r.headers.get(auth.H_MAC)
+        if not auth.answer_is_authentic(keys, op, owner, nonce, payload, version, body, header):
+            why = "it carries no MAC" if not header else "its MAC does not match this request"
+            raise AnswerNotAuthentic(
+                f"owner {owner!r} at {url} sent an answer that failed verification ({why}): "
+                "the server does not hold the token, or the answer is replayed; it was not used"
+            )
+
+    @staticmethod
+    def _status_error(owner: str, url: str, status: int, body: bytes) -> OwnerUnavailable:
+        text = body.decode("utf-8", "replace")[:200]
+        hint = " (the token is missing or does not match the server's)" if status == 401 else ""
+        return OwnerUnavailable(f"owner {owner!r} at {url} answered HTTP {status}: {text}{hint}")
 
     async def _post(self, owner: str, query: bytes) -> bytes:
         url = self.endpoints.get(owner)
         if url is None:
             raise OwnerUnavailable(f"no endpoint for owner {owner!r}")
         assert self._session is not None
+        nonce = secrets.token_bytes(auth.NONCE_BYTES)
+        headers = {"Content-Type": _OCTET, **self._headers(_OP_HEADS, owner, nonce, query)}
         try:
-            async with self._session.post(f"{url}/v1/heads/{owner}", data=query, headers={"Content-Type": _OCTET}) as r:
+            async with self._session.post(
+                f"{url}/v1/heads/{quote(owner, safe='')}", data=query, headers=headers, **self._request_kwargs()
+            ) as r:
                 body = await r.read()
                 if r.status != 200:
-                    text = body.decode("utf-8", "replace")[:200]
-                    raise OwnerUnavailable(f"owner {owner!r} at {url} answered HTTP {r.status}: {text}")
+                    raise self._status_error(owner, url, r.status, body)
+                self._verify(r, owner, url, _OP_HEADS, nonce, query, b"", body)
                 return body
         except asyncio.TimeoutError:
             raise OwnerUnavailable(f"owner {owner!r} at {url} did not answer within {self.timeout:g} s") from None
@@ -262,15 +687,18 @@ class HeadsClient:
 
     def ask_encoded(self, queries: Mapping[str, bytes]) -> dict[str, Union[bytes, BaseException]]:
         """Sends each owner its encoded query, all in parallel; returns each
-        owner's encoded answer, or the error that kept it from answering."""
+        owner's encoded answer, or the error that kept it from answering
+        (:class:`OwnerUnavailable`; :class:`AnswerNotAuthentic` for an answer
+        that failed verification)."""
         if not queries:
             return {}
         loop = self._running()
         return loop.run(self._gather(queries), timeout=self.timeout + 5)  # type: ignore[no-any-return]
 
     def __call__(self, owner: str, keys: list[str]) -> dict[str, int]:
-        """``heads(owner, keys)`` of API.md: the owner's current head of each
-        key it knows. Raises ``OwnerUnavailable`` when it does not answer."""
+        """``heads(owner, keys)``: the owner's current head of each key it
+        knows. Raises ``OwnerUnavailable`` when it does not answer (or
+        ``AnswerNotAuthentic`` when its answer fails verification)."""
         owner = check_owner(owner)
         names = sorted({check_key(k, "keys item") for k in keys})
         query = bytes(_core.Lineage.encode_query([(k, 0) for k in names]))
@@ -282,23 +710,36 @@ class HeadsClient:
 
     def fetch(self, owner: str, key: str) -> tuple[int, bytes]:
         """The head version and value of ``key`` from its owner (what a
-        replan reads before deriving again)."""
+        replan reads before deriving again). Raises ``KeyError`` if the
+        owner has no such key, ``OwnerUnavailable`` if it does not answer,
+        ``AnswerNotAuthentic`` if its answer fails verification."""
         owner = check_owner(owner)
         key = check_key(key)
         url = self.endpoints.get(owner)
         if url is None:
             raise OwnerUnavailable(f"no endpoint for owner {owner!r}")
+        payload = auth.utf8(key)
 
         async def get() -> tuple[int, bytes]:
             assert self._session is not None
+            nonce = secrets.token_bytes(auth.NONCE_BYTES)
             try:
-                async with self._session.get(f"{url}/v1/value/{owner}", params={"key": key}) as r:
+                async with self._session.get(
+                    f"{url}/v1/value/{quote(owner, safe='')}",
+                    params={"key": key},
+                    headers=self._headers(_OP_VALUE, owner, nonce, payload),
+                    **self._request_kwargs(),
+                ) as r:
                     body = await r.read()
                     if r.status == 404:
-                        raise KeyError(body.decode("utf-8", "replace"))
+                        raise KeyError(f"owner {owner!r} at {url} has no key {key!r}")
                     if r.status != 200:
-                        raise OwnerUnavailable(f"owner {owner!r} at {url} answered HTTP {r.status}")
-                    return int(r.headers["X-Version"]), body
+                        raise self._status_error(owner, url, r.status, body)
+                    v = r.headers.get("X-Version", "")
+                    self._verify(r, owner, url, _OP_VALUE, nonce, payload, v.encode(), body)
+                    if not v.isdigit():
+                        raise OwnerUnavailable(f"owner {owner!r} at {url} sent no valid X-Version")
+                    return int(v), body
             except asyncio.TimeoutError:
                 raise OwnerUnavailable(f"owner {owner!r} at {url} did not answer within {self.timeout:g} s") from None
             except aiohttp.ClientError as e:
@@ -357,20 +798,50 @@ def _decode_heads(answer: bytes, n: int) -> list[int]:
     return out
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    """``python -m agentsensus.heads_transport PATH --owner NAME``: serves
-    the owner's heads from the store at PATH until SIGINT/SIGTERM."""
+def main(argv: Optional[list[str]] = None, prog: str = "python -m agentsensus.planfence.transport") -> int:
+    """Serves the owners' heads from the store at PATH until SIGINT/SIGTERM.
+    Refusals (a missing store, a bad token file, a non-loopback host without
+    token or TLS) are one line on stderr and exit status 2."""
     from ..store import Store
 
-    ap = argparse.ArgumentParser(prog="python -m agentsensus.heads_transport", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog=prog, description=main.__doc__)
     ap.add_argument("path")
     ap.add_argument("--owner", action="append", required=True, help="an owner to serve (repeatable)")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--token-file", help="a file (mode 600) holding the shared token")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this certificate chain (PEM)")
+    ap.add_argument("--tls-key", help="the private key of --tls-cert (PEM)")
+    ap.add_argument("--tls-client-ca", help="mutual TLS: require client certificates signed by this CA")
+    ap.add_argument("--insecure", action="store_true", help="allow a non-loopback host with no token and no TLS")
+    ap.add_argument("--max-keys", type=int, default=DEFAULT_MAX_KEYS, help="keys per head query")
+    ap.add_argument("--max-concurrent", type=int, default=32, help="queries read or answered at once")
     a = ap.parse_args(argv)
-    with Store(a.path, create=False) as store:
-        server = HeadsServer(store, a.owner, host=a.host, port=a.port)
-        server.serve_forever(lambda url: print(f"listening {url}", flush=True))
+    try:
+        token = read_token_file(a.token_file) if a.token_file else None
+        if a.tls_client_ca and not a.tls_cert:
+            raise ValueError("--tls-client-ca needs --tls-cert and --tls-key")
+        ctx = None
+        if a.tls_cert or a.tls_key:
+            if not (a.tls_cert and a.tls_key):
+                raise ValueError("--tls-cert and --tls-key go together")
+            ctx = server_ssl_context(a.tls_cert, a.tls_key, client_ca=a.tls_client_ca)
+        with Store(a.path, create=False) as store:
+            server = HeadsServer(
+                store,
+                a.owner,
+                host=a.host,
+                port=a.port,
+                token=token,
+                ssl_context=ctx,
+                insecure=a.insecure,
+                max_keys=a.max_keys,
+                max_concurrent=a.max_concurrent,
+            )
+            server.serve_forever(lambda url: print(f"listening {url}", flush=True))
+    except (Error, ValueError, TypeError, OSError, ssl.SSLError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
