@@ -423,7 +423,21 @@ def _search_item(row: ItemRow, score: Optional[float]) -> SearchItem:
 
 
 def _matches(value: Mapping[str, Any], filter: Optional[Mapping[str, Any]]) -> bool:
-    return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
+    return not filter or all(_compare(_field(value, k), v) for k, v in filter.items())
+
+
+def _field(value: Mapping[str, Any], key: str) -> Any:
+    """The value a filter key names: a top-level key as InMemoryStore reads
+    it; a dotted key that is not one walks nested objects, as SqliteStore's
+    JSON paths do (``"user.level"``)."""
+    if key in value or "." not in key:
+        return value.get(key)
+    found: Any = value
+    for part in key.split("."):
+        if not isinstance(found, Mapping) or part not in found:
+            return None
+        found = found[part]
+    return found
 
 
 def _compare(item_value: Any, filter_value: Any) -> bool:
