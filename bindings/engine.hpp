@@ -12,6 +12,7 @@
 #include "errors.hpp"
 #include "limits.hpp"
 #include "store.hpp"
+#include "store_handle.hpp"
 
 namespace agentsensus_py {
 
@@ -21,17 +22,6 @@ using namespace agentsensus;
 // C-contiguous float32 arrays pass without a copy; the Python layer has
 // already refused other dtypes and shapes with a clear message.
 using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
-
-inline Metric parse_metric(const std::string& m) {
-    if (m == "cos") return Metric::cos;
-    if (m == "ip") return Metric::ip;
-    if (m == "l2sq") return Metric::l2sq;
-    throw InvalidArgument("metric must be 'cos', 'ip' or 'l2sq', got '" + m + "'");
-}
-
-inline const char* metric_str(Metric m) {
-    return m == Metric::cos ? "cos" : m == Metric::ip ? "ip" : "l2sq";
-}
 
 // Texts and names were valid UTF-8 when written, so one that is not was
 // damaged on disk: CorruptStoreError, not a UnicodeDecodeError.
@@ -77,11 +67,11 @@ struct OwnedPlan {
 
 class Engine {
 public:
-    Engine(const std::string& path, uint32_t dim, const std::string& metric, bool metric_given, bool create,
+    Engine(const std::string& path, uint32_t dim, Metric metric, bool metric_given, bool create,
            bool readonly, bool sync, size_t exact_cutoff, size_t map_size, size_t expansion_search) {
         StoreOptions o;
         o.dim = dim;
-        o.metric = parse_metric(metric);
+        o.metric = metric;
         o.metric_given = metric_given;
         o.create = create;
         o.readonly = readonly;
@@ -90,16 +80,22 @@ public:
         o.index.expansion_search = expansion_search;
         o.map_size = map_size;
         py::gil_scoped_release nogil;
-        store_ = std::make_unique<Store>(path, o);
+        h_ = std::make_unique<StoreHandle>(path, o);
     }
 
-    Store& s() {
-        if (!store_ || store_->closed()) throw Error("store is closed");
-        return *store_;
+    // The store held open for one call (StoreHandle): keep the result alive
+    // for the whole call. Taken without blocking while the GIL is held; if
+    // close() is running, its end is awaited with the GIL released.
+    StoreHandle::Use use() {
+        if (auto u = h_->try_use()) return std::move(*u);
+        py::gil_scoped_release nogil;
+        return h_->use();
     }
+    bool closed() const { return h_->closed(); }
 
     py::tuple prepare(const F32& vectors, const py::bytes& digests, size_t k, float min_similarity) {
-        Store& st = s();
+        auto u = use();
+        Store& st = *u;
         std::string d = digests;
         size_t n = d.size() / kDigestBytes;
         if (d.size() % kDigestBytes) throw InvalidArgument("digests must be 16 bytes each");
@@ -124,7 +120,8 @@ public:
     }
 
     py::tuple commit(const py::list& plans, uint64_t prepared_seq, float min_similarity) {
-        Store& st = s();
+        auto u = use();
+        Store& st = *u;
         std::vector<OwnedPlan> owned;
         owned.reserve(plans.size());
         for (const py::handle& h : plans) {
@@ -174,7 +171,8 @@ public:
     }
 
     py::list recall(const std::string& owner, const F32& query, size_t k, bool expand) {
-        Store& st = s();
+        auto u = use();
+        Store& st = *u;
         if (query.ndim() != 1 || static_cast<size_t>(query.shape(0)) != st.dim())
             throw InvalidArgument("query vector must have shape (" + std::to_string(st.dim()) + ",)");
         std::vector<Row> rows;
@@ -188,7 +186,8 @@ public:
     }
 
     py::tuple get(uint64_t id) {
-        Store& st = s();
+        auto u = use();
+        Store& st = *u;
         Row r;
         {
             py::gil_scoped_release nogil;
@@ -198,7 +197,8 @@ public:
     }
 
     py::dict stats() {
-        Store& st = s();
+        auto u = use();
+        Store& st = *u;
         Stats x;
         {
             py::gil_scoped_release nogil;
@@ -216,7 +216,8 @@ public:
     }
 
     py::list merges(uint64_t after, size_t limit) {
-        Store& st = s();
+        auto u = use();
+        Store& st = *u;
         std::vector<MergeRow> rows;
         {
             py::gil_scoped_release nogil;
@@ -232,7 +233,8 @@ public:
     // (rows, vectors): rows of (id, text, owners, round, deposit, edges,
     // digests), vectors one float32 row per record.
     py::tuple dump(uint64_t after, size_t limit) {
-        Store& st = s();
+        auto u = use();
+        Store& st = *u;
         std::vector<DumpRow> rows;
         {
             py::gil_scoped_release nogil;
@@ -254,7 +256,8 @@ public:
 
     void load(const std::vector<std::string>& owners, const py::list& rows, const F32& vectors,
               const py::list& merges, const py::object& counters) {
-        Store& st = s();
+        auto u = use();
+        Store& st = *u;
         LoadBatch b;
         b.owners = owners;
         const float* v = rows_of(vectors, rows.size(), st.dim(), "vectors");
@@ -288,14 +291,14 @@ public:
         st.restore(b);
     }
 
+    // Waits for the calls in flight; later calls raise "store is closed".
     void close() {
-        if (!store_) return;
         py::gil_scoped_release nogil;
-        store_->close();
-        store_.reset();
+        h_->close();
     }
 
-    std::unique_ptr<Store> store_;
+private:
+    std::unique_ptr<StoreHandle> h_;
 };
 
 }  // namespace agentsensus_py

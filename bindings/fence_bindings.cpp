@@ -2,9 +2,10 @@
 // Conversion and GIL release only; the Python layer (agentsensus.fence)
 // validates arguments first for friendlier messages.
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <optional>
+
+#include <pybind11/native_enum.h>
 
 #include "engine.hpp"
 #include "lineage.hpp"
@@ -40,7 +41,7 @@ std::optional<Scope> as_scope(const py::object& scope) {
 py::tuple result_tuple(const CheckResult& r) {
     py::list stale;
     for (const StaleRow& s : r.stale)
-        stale.append(py::make_tuple(stored_str(s.key), stored_str(s.owner), s.recorded, s.head, static_cast<int>(s.why)));
+        stale.append(py::make_tuple(stored_str(s.key), stored_str(s.owner), s.recorded, s.head, s.why));
     return py::make_tuple(r.current, stale, r.owners_asked, r.bytes);
 }
 
@@ -51,33 +52,33 @@ struct Prepared {
 
 }  // namespace
 
-// One store's lineage. Holds its Engine alive; every call checks the store
-// is still open, since the Python Store can be closed under it.
+// One store's lineage. Holds its Engine alive; every call holds the store
+// open while it runs (Engine::use), since the Python Store can be closed
+// from another thread.
 class LineageHandle {
 public:
     explicit LineageHandle(py::object engine) : engine_obj_(std::move(engine)) {
         engine_ = engine_obj_.cast<Engine*>();
-        Env& env = engine_->s().env();
+        auto u = engine_->use();
+        Env& env = u->env();
         py::gil_scoped_release nogil;
         lineage_ = std::make_unique<Lineage>(env);
     }
 
-    Lineage& l() {
-        engine_->s();  // throws "store is closed"
-        return *lineage_;
-    }
-
     py::list apply(const py::list& ops, bool commit) {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         std::vector<LineageOp> v;
         v.reserve(ops.size());
         for (const py::handle& h : ops) {
             py::tuple t = py::reinterpret_borrow<py::tuple>(h);
             if (t.size() != 7 && t.size() != 8) throw InvalidArgument("a lineage op has 7 fields (8 with restore)");
             LineageOp op;
-            int kind = t[0].cast<int>();
-            if (kind < 0 || kind > 2) throw InvalidArgument("unknown lineage op kind");
-            op.kind = static_cast<LineageOp::Kind>(kind);
+            try {
+                op.kind = t[0].cast<LineageOp::Kind>();
+            } catch (const py::cast_error&) {
+                throw InvalidArgument("a lineage op's kind must be a LineageKind");
+            }
             op.key = t[1].cast<std::string>();
             op.owner = t[2].cast<std::string>();
             op.digest = as_digest(t[3]);
@@ -99,7 +100,8 @@ public:
     }
 
     py::tuple info(const std::string& key) {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         KeyInfo k;
         {
             py::gil_scoped_release nogil;
@@ -109,7 +111,8 @@ public:
     }
 
     py::bytes value(const std::string& key, uint64_t version) {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         std::string v;
         {
             py::gil_scoped_release nogil;
@@ -119,13 +122,15 @@ public:
     }
 
     std::vector<std::string> keys() {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         py::gil_scoped_release nogil;
         return lin.keys();
     }
 
     py::list versions(const std::string& key) {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         std::vector<VersionRow> rows;
         {
             py::gil_scoped_release nogil;
@@ -133,19 +138,21 @@ public:
         }
         py::list out;
         for (const VersionRow& r : rows)
-            out.append(py::make_tuple(r.version, static_cast<int>(r.kind), digest_bytes(r.digest), py::bytes(r.value),
+            out.append(py::make_tuple(r.version, r.kind, digest_bytes(r.digest), py::bytes(r.value),
                                       r.inputs));
         return out;
     }
 
     std::vector<std::string> verify() {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         py::gil_scoped_release nogil;
         return lin.verify();
     }
 
     py::list frontier(const std::string& key, const py::object& scope) {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         std::optional<Scope> s = as_scope(scope);
         std::vector<LinkRow> rows;
         {
@@ -159,7 +166,8 @@ public:
     }
 
     Prepared prepare(const std::string& key, const py::object& scope) {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         std::optional<Scope> s = as_scope(scope);
         Prepared p;
         py::gil_scoped_release nogil;
@@ -168,7 +176,8 @@ public:
     }
 
     Prepared prepare_all() {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         Prepared p;
         py::gil_scoped_release nogil;
         p.p = lin.prepare_all();
@@ -176,7 +185,8 @@ public:
     }
 
     py::bytes answer(const std::string& owner, const py::bytes& query) {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         std::string q = query;
         std::string a;
         {
@@ -187,7 +197,8 @@ public:
     }
 
     py::tuple finish(const Prepared& p, const py::list& answers) {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         std::vector<std::optional<std::string>> owned;
         for (const py::handle& h : answers)
             owned.push_back(h.is_none() ? std::nullopt : std::optional<std::string>(as_bytes(h, "an answer")));
@@ -202,7 +213,8 @@ public:
     }
 
     py::tuple check_local(const std::string& key, const py::object& scope) {
-        Lineage& lin = l();
+        auto u = engine_->use();
+        Lineage& lin = *lineage_;
         std::optional<Scope> s = as_scope(scope);
         CheckResult r;
         {
@@ -210,19 +222,6 @@ public:
             r = lin.check_local(key, s ? &*s : nullptr);
         }
         return result_tuple(r);
-    }
-
-    // Engine time of check_local, measured inside C++ (no binding overhead):
-    // mean nanoseconds over `repeat` calls.
-    double time_check_local(const std::string& key, const py::object& scope, size_t repeat) {
-        Lineage& lin = l();
-        std::optional<Scope> s = as_scope(scope);
-        if (repeat == 0) throw InvalidArgument("repeat must be at least 1");
-        py::gil_scoped_release nogil;
-        auto t0 = std::chrono::steady_clock::now();
-        for (size_t i = 0; i < repeat; ++i) lin.check_local(key, s ? &*s : nullptr);
-        auto t1 = std::chrono::steady_clock::now();
-        return std::chrono::duration<double, std::nano>(t1 - t0).count() / double(repeat);
     }
 
 private:
@@ -236,6 +235,19 @@ void bind_fence_impl(py::module_& m) {
     m.attr("MAX_KEY_BYTES") = kMaxKeyBytes;
     m.attr("MAX_VALUE_BYTES") = kMaxValueBytes;
     m.attr("MAX_INPUTS") = kMaxInputs;
+
+    // The codes shared with the Python layer, named once here.
+    py::native_enum<LineageOp::Kind>(m, "LineageKind", "enum.Enum", "What a lineage op writes (LineageOp::Kind).")
+        .value("publish", LineageOp::publish)
+        .value("derive", LineageOp::derive)
+        .value("observe", LineageOp::observe)
+        .finalize();
+    py::native_enum<StaleWhy>(m, "StaleWhy", "enum.Enum", "Why a frontier link is not current.")
+        .value("moved", StaleWhy::moved)
+        .value("unknown", StaleWhy::unknown)
+        .value("no_answer", StaleWhy::no_answer)
+        .value("malformed", StaleWhy::malformed)
+        .finalize();
 
     py::class_<Prepared>(m, "PreparedCheck")
         .def("groups",
@@ -265,8 +277,6 @@ void bind_fence_impl(py::module_& m) {
         .def("answer", &LineageHandle::answer, py::arg("owner"), py::arg("query"))
         .def("finish", &LineageHandle::finish, py::arg("prepared"), py::arg("answers"))
         .def("check_local", &LineageHandle::check_local, py::arg("key"), py::arg("scope"))
-        .def("time_check_local", &LineageHandle::time_check_local, py::arg("key"), py::arg("scope"),
-             py::arg("repeat"))
         .def_static(
             "encode_answer",
             [](const std::vector<std::pair<uint64_t, bool>>& heads) {

@@ -1,5 +1,7 @@
 // pybind11 glue: type conversion, GIL release around every engine call, and
 // the mapping of engine exceptions to Python ones. No logic lives here.
+#include <pybind11/native_enum.h>
+
 #include "engine.hpp"
 #include "compact.hpp"
 #include "page_check.hpp"
@@ -33,13 +35,19 @@ PYBIND11_MODULE(_core, m) {
     m.attr("MAX_OWNERS_PER_RECORD") = kMaxOwnersPerRecord;
     m.attr("MAX_DIM") = kMaxDim;
 
+    py::native_enum<Metric>(m, "Metric", "enum.Enum", "The similarity a store compares vectors with.")
+        .value("cos", Metric::cos)
+        .value("ip", Metric::ip)
+        .value("l2sq", Metric::l2sq)
+        .finalize();
+
     py::class_<Engine>(m, "Engine")
-        .def(py::init<const std::string&, uint32_t, const std::string&, bool, bool, bool, bool, size_t, size_t, size_t>(),
+        .def(py::init<const std::string&, uint32_t, Metric, bool, bool, bool, bool, size_t, size_t, size_t>(),
              py::arg("path"), py::arg("dim"), py::arg("metric"), py::arg("metric_given"), py::arg("create"),
              py::arg("readonly"), py::arg("sync"), py::arg("exact_cutoff"), py::arg("map_size"),
              py::arg("expansion_search") = 64)
         .def_property_readonly("dim", [](Engine& e) { return e.use()->dim(); })
-        .def_property_readonly("metric", [](Engine& e) { return std::string(metric_str(e.use()->metric())); })
+        .def_property_readonly("metric", [](Engine& e) { return e.use()->metric(); })
         .def_property_readonly("closed", [](Engine& e) { return e.closed(); })
         .def("prepare", &Engine::prepare)
         .def("commit", &Engine::commit)

@@ -12,6 +12,7 @@
 #include "data_file.hpp"
 #include "errors.hpp"
 #include "lmdb_env.hpp"
+#include "open_registry.hpp"
 
 namespace agentsensus {
 
@@ -48,6 +49,9 @@ CompactResult compact_store(const std::string& dir) {
     const std::string data = dir + "/data.mdb", tmp = dir + "/compact.tmp", copy = tmp + "/data.mdb";
     struct stat st;
     if (stat(data.c_str(), &st) != 0) throw NotFound("no store in " + dir);
+    // Refused while this process has the store open, and no open starts
+    // meanwhile: closing the lock file below would drop an open Env's locks.
+    OpenClaim claim(dir, OpenClaim::Purpose::compact);
 
     // LMDB's open lock: every process with the environment open holds byte 0
     // of lock.mdb shared; an opener first tries it exclusively. Holding it

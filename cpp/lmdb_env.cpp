@@ -71,6 +71,8 @@ Env::Env(const std::string& dir, const Options& o) : readonly_(o.readonly) {
     } else if (!S_ISDIR(st.st_mode)) {
         throw InvalidArgument("path is not a directory: " + dir);
     }
+    // Before LMDB touches lock.mdb: a second open in this process would reset it.
+    claim_ = OpenClaim(dir, OpenClaim::Purpose::open);
     int rc = mdb_env_create(&env_);
     if (rc) throw_lmdb(rc, "mdb_env_create");
     mdb_env_set_maxdbs(env_, o.max_dbs);

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "errors.hpp"
+#include "open_registry.hpp"
 
 namespace agentsensus {
 
@@ -101,6 +102,7 @@ public:
 private:
     void grow();
 
+    OpenClaim claim_;  // one Env per store directory per process (open_registry.hpp)
     MDB_env* env_ = nullptr;
     bool readonly_ = false;
     std::shared_mutex resize_mu_;

@@ -6,6 +6,7 @@ The module is internal: the public API is :class:`agentsensus.Store` and
 here. Methods bound without ``py::arg`` names take positional arguments only.
 """
 
+import enum
 from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
@@ -32,14 +33,36 @@ _RecallRow = tuple[int, str, tuple[str, ...], int, Optional[float], str]
 _CommitPlan = tuple[
     str, int, list[str], bytes, npt.NDArray[np.float32], list[int], list[Optional[str]], list[Optional[str]]
 ]
-# (key, owner, recorded version, head, why: 0 moved, 1 unknown, 2 no answer, 3 malformed)
-_StaleRow = tuple[str, str, int, int, int]
+class Metric(enum.Enum):
+    """The similarity a store compares vectors with (cpp/similarity.hpp)."""
+
+    cos = 0
+    ip = 1
+    l2sq = 2
+
+class LineageKind(enum.Enum):
+    """What a lineage op writes (LineageOp::Kind in cpp/lineage.hpp)."""
+
+    publish = 0
+    derive = 1
+    observe = 2
+
+class StaleWhy(enum.Enum):
+    """Why a frontier link is not current (cpp/lineage.hpp)."""
+
+    moved = 0
+    unknown = 1
+    no_answer = 2
+    malformed = 3
+
+# (key, owner, recorded version, head or 0, why)
+_StaleRow = tuple[str, str, int, int, StaleWhy]
 # (current, stale rows, owners asked, bytes of queries and answers)
 _CheckResult = tuple[bool, list[_StaleRow], int, int]
-# (kind: 0 publish, 1 derive, 2 observe, key, owner, digest, value, version, inputs)
-_LineageOp = tuple[int, str, str, bytes, bytes, int, list[tuple[str, int]]]
+# (kind, key, owner, digest, value, version, inputs)
+_LineageOp = tuple[LineageKind, str, str, bytes, bytes, int, list[tuple[str, int]]]
 # The same with restore=True (import): version and kind written as given.
-_RestoreOp = tuple[int, str, str, bytes, bytes, int, list[tuple[str, int]], bool]
+_RestoreOp = tuple[LineageKind, str, str, bytes, bytes, int, list[tuple[str, int]], bool]
 # (id, text, owners, round, deposit, edges, text digests): a record as export
 # and import move it (its vector travels in a separate float32 array)
 _DumpRow = tuple[int, str, Sequence[str], int, int, list[int], list[bytes]]
@@ -51,13 +74,18 @@ class CorruptStoreError(Error):
     """The store's files break an invariant the engine relies on."""
 
 class Engine:
-    """One open store: an LMDB environment and its vector index."""
+    """One open store: an LMDB environment and its vector index.
+
+    One per store directory per process (a second open, under any path to
+    the directory, raises :class:`Error`). ``close`` waits for the calls in
+    flight; every call after it, and every call in a process forked after
+    the open, raises :class:`Error`."""
 
     def __init__(
         self,
         path: str,
         dim: int,
-        metric: str,
+        metric: Metric,
         metric_given: bool,
         create: bool,
         readonly: bool,
@@ -69,7 +97,7 @@ class Engine:
     @property
     def dim(self) -> int: ...
     @property
-    def metric(self) -> str: ...
+    def metric(self) -> Metric: ...
     @property
     def closed(self) -> bool: ...
     def prepare(
@@ -151,7 +179,7 @@ class Lineage:
     def value(self, key: str, version: int) -> bytes:
         """The value of ``version`` (0: the head)."""
     def keys(self) -> list[str]: ...
-    def versions(self, key: str) -> list[tuple[int, int, bytes, bytes, list[tuple[str, int]]]]:
+    def versions(self, key: str) -> list[tuple[int, LineageKind, bytes, bytes, list[tuple[str, int]]]]:
         """(version, kind, digest, value, inputs) of every recorded version."""
     def verify(self) -> list[str]:
         """Every broken lineage invariant, in plain words."""
@@ -162,7 +190,6 @@ class Lineage:
     def answer(self, owner: str, query: bytes) -> bytes: ...
     def finish(self, prepared: PreparedCheck, answers: list[Optional[bytes]]) -> _CheckResult: ...
     def check_local(self, key: str, scope: Optional[Iterable[str]]) -> _CheckResult: ...
-    def time_check_local(self, key: str, scope: Optional[Iterable[str]], repeat: int) -> float: ...
     @staticmethod
     def encode_answer(heads: list[tuple[int, bool]]) -> bytes: ...
     @staticmethod

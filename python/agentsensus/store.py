@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-import threading
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
@@ -48,9 +47,6 @@ class _DefaultMetric(str):
 
 _COS = _DefaultMetric("cos")
 
-_open_paths: set[str] = set()
-_open_lock = threading.Lock()
-
 
 class Store:
     """The consensus store: one directory, one LMDB environment, one index.
@@ -89,11 +85,11 @@ class Store:
         expansion_search: int = 64,
     ) -> None:
         self._engine: Optional[Any] = None
-        self._key: Optional[str] = None
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-        if not isinstance(metric, str) or metric not in ("cos", "ip", "l2sq"):
-            raise ValueError(f"metric must be 'cos', 'ip' or 'l2sq', got {metric!r}")
+        if not isinstance(metric, str) or metric not in _core.Metric.__members__:
+            names = ", ".join(repr(m) for m in _core.Metric.__members__)
+            raise ValueError(f"metric must be one of {names}, got {metric!r}")
         if embed is not None and not callable(embed):
             raise TypeError("embed must be a callable list[str] -> float32 array")
         if judge is not None and not callable(judge):
@@ -119,34 +115,27 @@ class Store:
         self._policy = resolve(merge_policy)
 
         self.path = os.fspath(path)
-        key = os.path.realpath(self.path)
-        with _open_lock:
-            if key in _open_paths:
-                raise Error(
-                    f"the store at {self.path} is already open in this process "
-                    "(LMDB allows one open per process; share the Store object)"
-                )
-            if not create and not os.path.isdir(self.path):
-                raise FileNotFoundError(f"no store at {self.path} (create=False)")
-            try:
-                self._engine = _core.Engine(
-                    self.path,
-                    dim or 0,
-                    str(metric),
-                    not isinstance(metric, _DefaultMetric),
-                    create,
-                    readonly,
-                    sync,
-                    exact_cutoff,
-                    map_size,
-                    expansion_search,
-                )
-            except KeyError as e:
-                raise FileNotFoundError(str(e.args[0]) if e.args else str(e)) from None
-            _open_paths.add(key)
-            self._key = key
+        if not create and not os.path.isdir(self.path):
+            raise FileNotFoundError(f"no store at {self.path} (create=False)")
+        # One open per store per process, keyed on the directory's identity,
+        # is the engine's rule (cpp/open_registry.hpp): a second open raises Error.
+        try:
+            self._engine = _core.Engine(
+                self.path,
+                dim or 0,
+                _core.Metric[str(metric)],
+                not isinstance(metric, _DefaultMetric),
+                create,
+                readonly,
+                sync,
+                exact_cutoff,
+                map_size,
+                expansion_search,
+            )
+        except KeyError as e:
+            raise FileNotFoundError(str(e.args[0]) if e.args else str(e)) from None
         self.dim: int = self._engine.dim
-        self.metric: str = self._engine.metric
+        self.metric: str = self._engine.metric.name
         self.readonly = readonly
         self.judge: JudgeFn = judge if judge is not None else judges.exact
         self.embed = embed
@@ -162,11 +151,7 @@ class Store:
         for planfence in ("_fence", "_lineage"):  # they reach the engine: drop them with it
             self.__dict__.pop(planfence, None)
         if engine is not None:
-            try:
-                engine.close()
-            finally:
-                with _open_lock:
-                    _open_paths.discard(self._key or "")
+            engine.close()  # waits for calls in flight in other threads
 
     def __enter__(self) -> "Store":
         return self
@@ -203,10 +188,11 @@ class Store:
     def _handles(self) -> _Handles:
         """The open store's engine and lineage: the one way in for the
         modules beside ``Store`` (io/, planfence/); ``Error`` once closed."""
-        engine = self._engine
-        if engine is None:
+        # close() clears _engine, then drops _lineage: either both are read, or Error.
+        engine, lineage = self._engine, self.__dict__.get("_lineage")
+        if engine is None or lineage is None:
             raise Error(f"the store at {self.path} is closed")
-        return _Handles(engine, self._lineage)
+        return _Handles(engine, lineage)
 
     def _writable(self) -> Any:
         e = self._handles().engine

@@ -170,7 +170,7 @@ def test_a_readonly_store_without_lineage_tables_has_an_empty_lineage(tmp_path):
     code = (
         "import sys; sys.path[:0] = %r\n"
         "from agentsensus import _core\n"
-        "e = _core.Engine(%r, 4, 'cos', True, True, False, True, 4096, 1 << 24)\n"
+        "e = _core.Engine(%r, 4, _core.Metric.cos, True, True, False, True, 4096, 1 << 24)\n"
         "e.close()\n" % (sys.path, path)
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -13,7 +13,6 @@ import os
 from typing import NamedTuple, Union
 
 from .. import _core
-from ..errors import Error
 
 __all__ = ["compact", "Compacted"]
 
@@ -29,19 +28,16 @@ def compact(path: Union[str, "os.PathLike[str]"]) -> Compacted:
     """Rewrites the store at ``path`` with only its live pages.
 
     Needs exclusive use: raises :class:`agentsensus.Error` if the store is
-    open in this process or another one (processes that try to open it while
+    open in this process (through any path to it) or another one (processes that try to open it while
     it runs wait for it). Records, the journal and the store's identity are
     unchanged, so the saved index file stays valid. A crash leaves either the
     old file or the new one, whole."""
-    from ..store import _open_lock, _open_paths
-
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     p = os.fspath(path)
     if not os.path.isfile(os.path.join(p, "data.mdb")):
         raise FileNotFoundError(f"no store at {p}")
-    with _open_lock:
-        if os.path.realpath(p) in _open_paths:
-            raise Error(f"the store at {p} is open in this process: close it before compacting")
-        before, after = _core.compact(p)
+    # The engine refuses a store open in this process, under any path to
+    # it (cpp/open_registry.hpp), and one open in another (LMDB's lock).
+    before, after = _core.compact(p)
     return Compacted(int(before), int(after))

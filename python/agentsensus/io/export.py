@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterator, TextIO
 
 import numpy as np
 
+from .. import _core
 from .._version import __version__
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ __all__ = ["FORMAT", "Exported", "export_rows", "export_jsonl"]
 #: version inputs) could not be imported.
 FORMAT = 2
 
-_KINDS = ("publish", "derive", "observe")
 _PAGE = 1024
 
 
@@ -58,9 +58,9 @@ class Exported:
 def _key_row(store: "Store", key: str) -> dict[str, Any]:
     fence = store.fence
     versions = [
-        {"version": int(v), "kind": _KINDS[kind], "digest": digest.hex(),
+        {"version": int(v), "kind": kind.name, "digest": digest.hex(),
          "value_b64": base64.b64encode(value).decode("ascii"),
-         **({"inputs": [[k, int(iv)] for k, iv in inputs]} if kind == 1 else {})}
+         **({"inputs": [[k, int(iv)] for k, iv in inputs]} if kind is _core.LineageKind.derive else {})}
         for v, kind, digest, value, inputs in store._handles().lineage.versions(key)
     ]
     frontier = [

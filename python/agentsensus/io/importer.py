@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
+from .. import _core
 from ..errors import Error
-from .export import _KINDS as _KIND_NAMES
 from .export import FORMAT
 from ..planfence.fence import value_digest
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Imported", "import_jsonl"]
 
-_KINDS = {name: i for i, name in enumerate(_KIND_NAMES)}  # as export writes them
+_KINDS = _core.LineageKind.__members__  # export writes each kind's name
 _LINEAGE_BATCH = 1024
 
 

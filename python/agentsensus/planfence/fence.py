@@ -37,11 +37,8 @@ MAX_KEY_BYTES: int = _core.MAX_KEY_BYTES
 MAX_VALUE_BYTES: int = _core.MAX_VALUE_BYTES
 MAX_INPUTS: int = _core.MAX_INPUTS
 
-_PUBLISH, _DERIVE, _OBSERVE = 0, 1, 2
 # One owner's head query: (owner, encoded query, links as (key, version, digest)).
 _Group = tuple[str, bytes, list[tuple[str, int, bytes]]]
-# StaleWhy in cpp/lineage.hpp
-_MOVED, _UNKNOWN, _NO_ANSWER, _MALFORMED = 0, 1, 2, 3
 
 
 class StalePlanError(Error):
@@ -159,12 +156,14 @@ def _core_call(fn: Callable[..., Any], *args: Any) -> Any:
         raise UnknownKeyError(str(e.args[0]) if e.args else str(e)) from None
 
 
-def _stale_reason(key: str, owner: str, recorded: int, head: int, why: int, owner_error: Optional[str]) -> str:
-    if why == _MOVED:
+def _stale_reason(
+    key: str, owner: str, recorded: int, head: int, why: _core.StaleWhy, owner_error: Optional[str]
+) -> str:
+    if why is _core.StaleWhy.moved:
         return f"{key!r} moved from version {recorded} to {head} at owner {owner!r}"
-    if why == _UNKNOWN:
+    if why is _core.StaleWhy.unknown:
         return f"owner {owner!r} does not know {key!r}"
-    if why == _MALFORMED:
+    if why is _core.StaleWhy.malformed:
         return f"owner {owner!r} sent a malformed answer" + (f": {owner_error}" if owner_error else "")
     if owner_error and f"owner {owner!r}" in owner_error:
         return owner_error  # the transport's message already names the owner
@@ -210,7 +209,7 @@ class Fence:
         v = int(versions[-1])
         heads: dict[str, int] = self._local.heads
         key = op[1]
-        if op[0] != _OBSERVE:
+        if op[0] is not _core.LineageKind.observe:
             heads[key] = v
         else:  # an observed version is the head only if it is newer
             try:
@@ -226,7 +225,7 @@ class Fence:
         key = check_key(key)
         owner = check_owner(owner)
         data = _check_value(value)
-        return self._write((_PUBLISH, key, owner, value_digest(data), data, 0, []))
+        return self._write((_core.LineageKind.publish, key, owner, value_digest(data), data, 0, []))
 
     def derive(self, key: str, owner: str, value: Value, inputs: Mapping[str, int]) -> int:
         """Makes a new version of derived item ``key`` recording the exact
@@ -236,7 +235,7 @@ class Fence:
         owner = check_owner(owner)
         data = _check_value(value)
         links = _check_inputs(inputs)
-        return self._write((_DERIVE, key, owner, value_digest(data), data, 0, links))
+        return self._write((_core.LineageKind.derive, key, owner, value_digest(data), data, 0, links))
 
     def observe(self, key: str, owner: str, version: int, value: Value) -> int:
         """Records ``version`` of ``key`` as its owner (another store) has it,
@@ -247,7 +246,7 @@ class Fence:
         owner = check_owner(owner)
         version = _check_version(version, "version")
         data = _check_value(value)
-        return self._write((_OBSERVE, key, owner, value_digest(data), data, version, []))
+        return self._write((_core.LineageKind.observe, key, owner, value_digest(data), data, version, []))
 
     # -- reads -------------------------------------------------------------------
 
