@@ -1,17 +1,21 @@
-// Store::verify and Store::repair: the store's invariants, checked one by one
-// in the spirit of SQLite's integrity_check, and the rebuild of everything
-// derived from the primary tables.
+// Store::verify and Store::repair: the store's invariants I1..I11 of the
+// format map (schema.hpp, docs/file-format.md), checked one by one in the
+// spirit of SQLite's integrity_check, and the rebuild of everything derived
+// from the primary tables.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
 #include <set>
+#include <shared_mutex>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "bytes.hpp"
+#include "limits.hpp"
 #include "page_check.hpp"
 #include "schema.hpp"
 #include "store.hpp"
@@ -57,194 +61,270 @@ bool has_pair(MDB_txn* txn, MDB_dbi dbi, MDB_val k, MDB_val v) {
 
 }  // namespace
 
+// Store::verify's checks, one per invariant of the format map (schema.hpp),
+// in the order they run: later checks use what earlier ones gathered (the
+// owner names, the live records).
+class Verifier {
+public:
+    Verifier(Store& s, MDB_txn* t)
+        : s_(s),
+          t_(t),
+          db_(s.db_),
+          next_id_(s.meta_u64(t, kMetaNextId, 1)),
+          next_merge_(s.meta_u64(t, kMetaNextMerge, 1)),
+          next_journal_(s.meta_u64(t, kMetaNextJournal, 1)),
+          next_owner_(s.meta_u64(t, kMetaNextOwner, 1)),
+          vec_(s.dim_) {}
+
+    std::vector<std::string> run() {
+        owner_names();      // I2
+        records();          // I3
+        vectors();          // I4
+        owner_sets();       // I5
+        hist();             // I6
+        edges();            // I7
+        text_index();       // I8
+        merge_log();        // I9
+        journal();          // I10
+        index();            // I11
+        return std::move(out_);
+    }
+
+private:
+    void bad(std::string s) {
+        if (out_.size() < kMaxReports) out_.push_back(std::move(s));
+    }
+
+    // I2: owner names and ids are a bijection, every id below next_agent.
+    void owner_names() {
+        each(t_, db_.owner_names, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 4) return bad("an owner-name key is damaged");
+            uint32_t a = read_be32(k.mv_data);
+            names_[a] = std::string(view(v));
+            MDB_val back;
+            if (!agentsensus::get(t_, db_.owners_by_name, v, back) || back.mv_size != 4 ||
+                load<uint32_t>(back.mv_data) != a)
+                bad("owner '" + std::string(view(v)) + "' (id " + std::to_string(a) + ") is missing from the name index");
+            if (a >= next_owner_) bad("owner id " + std::to_string(a) + " is beyond the owner counter");
+        });
+        each(t_, db_.owners_by_name, [&](MDB_val& k, MDB_val& v) {
+            if (v.mv_size != 4 || !names_.count(load<uint32_t>(v.mv_data)))
+                bad("owner name '" + std::string(view(k)) + "' points to no owner id");
+        });
+    }
+
+    // I3: every record decodes, has a non-empty text, an id in [1, next_id),
+    // a finite vector of dim floats and (I5 counts them) an owner.
+    void records() {
+        each(t_, db_.records, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 8) return bad("a record key is damaged");
+            uint64_t id = read_be64(k.mv_data);
+            records_.insert(id);
+            RecordHeader h;
+            std::string_view text;
+            if (!decode_record(v, h, text)) bad(id_str(id) + " is damaged (too short)");
+            else if (text.empty()) bad(id_str(id) + " has empty text");
+            if (id == 0 || id >= next_id_)
+                bad(id_str(id) + " is beyond the record counter (" + std::to_string(next_id_) + ")");
+            try {
+                if (!s_.vector_of(t_, id, vec_.data())) {
+                    bad(id_str(id) + " has no vector");
+                } else {
+                    for (float x : vec_)
+                        if (!std::isfinite(x)) {
+                            bad(id_str(id) + " has a vector with NaN or inf");
+                            break;
+                        }
+                }
+            } catch (const DamagedPage&) {
+                throw;  // the transaction is unusable: report the page, not a record
+            } catch (const Corrupt&) {
+                bad(id_str(id) + " has a vector of the wrong size");
+            }
+        });
+    }
+
+    // I4: every vector belongs to a record.
+    void vectors() {
+        each(t_, db_.vectors, [&](MDB_val& k, MDB_val&) {
+            if (k.mv_size != 8 || !records_.count(read_be64(k.mv_data)))
+                bad("a vector belongs to no record (" + (k.mv_size == 8 ? id_str(read_be64(k.mv_data)) : "bad key") +
+                    ")");
+        });
+    }
+
+    // I5: owner sets (owners) and owner lists (owned) mirror each other and
+    // name known owners; every record has an owner. Counts the owner sets
+    // for I6.
+    void owner_sets() {
+        for (uint64_t id : records_) {
+            Be64 key_bytes(id);
+            size_t n = 0;
+            Cursor c(t_, db_.owners);
+            MDB_val key = val(key_bytes.b, 8), ov;
+            bool more = c.op(key, ov, MDB_SET);
+            if (more) more = c.op(key, ov, MDB_FIRST_DUP);
+            while (more) {
+                ++n;
+                if (ov.mv_size != 4) {
+                    bad(id_str(id) + " has a damaged owner entry");
+                } else {
+                    uint32_t a = load<uint32_t>(ov.mv_data);
+                    if (!names_.count(a)) bad(id_str(id) + " is owned by unknown owner id " + std::to_string(a));
+                    Be32 ak(a);
+                    if (!has_pair(t_, db_.owned, val(ak.b, 4), val(&id, 8)))
+                        bad(id_str(id) + " is owned by '" + names_[a] + "', but is missing from that owner's list");
+                }
+                more = c.op(key, ov, MDB_NEXT_DUP);
+            }
+            if (n == 0) bad(id_str(id) + " has no owner");
+            else ++hist_[static_cast<uint32_t>(n)];
+        }
+        each(t_, db_.owned, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 4 || v.mv_size != 8) return bad("an owner-list entry is damaged");
+            uint32_t a = read_be32(k.mv_data);
+            uint64_t id = load<uint64_t>(v.mv_data);
+            Be64 ik(id);
+            if (!records_.count(id)) bad("owner '" + names_[a] + "' lists missing " + id_str(id));
+            else if (!has_pair(t_, db_.owners, val(ik.b, 8), val(&a, 4)))
+                bad("owner '" + names_[a] + "' lists " + id_str(id) + ", whose owner set lacks it");
+        });
+    }
+
+    // I6: the owner-count histogram behind stats() equals a count over the
+    // owner sets.
+    void hist() {
+        std::map<uint32_t, uint64_t> stored;
+        each(t_, db_.hist, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 4 || v.mv_size != 8) return bad("the owner-count histogram is damaged");
+            stored[read_be32(k.mv_data)] = load<uint64_t>(v.mv_data);
+        });
+        if (stored != hist_) bad("the owner-count histogram disagrees with the owner sets (stats are off)");
+    }
+
+    // I7: affiliation edges are symmetric, between live records, with no
+    // loops; meta linked counts the records that have one.
+    void edges() {
+        std::unordered_set<uint64_t> linked;
+        each(t_, db_.edges, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 8 || v.mv_size != 8) return bad("an edge entry is damaged");
+            uint64_t a = read_be64(k.mv_data), b = load<uint64_t>(v.mv_data);
+            linked.insert(a);
+            if (a == b) bad(id_str(a) + " has an edge to itself");
+            if (!records_.count(a) || !records_.count(b))
+                bad("edge " + std::to_string(a) + "-" + std::to_string(b) + " touches a missing record");
+            Be64 bk(b);
+            if (!has_pair(t_, db_.edges, val(bk.b, 8), val(&a, 8)))
+                bad("edge " + std::to_string(a) + "->" + std::to_string(b) + " has no reverse");
+        });
+        uint64_t counted = s_.meta_u64(t_, kMetaLinked);
+        if (linked.size() != counted)
+            bad("the linked-record counter (" + std::to_string(counted) + ") disagrees with the edges (" +
+                std::to_string(linked.size()) + ")");
+    }
+
+    // I8: the exact-duplicate text index (norms) points to live records, and
+    // its reverse (rnorms) mirrors it.
+    void text_index() {
+        each(t_, db_.norms, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != kDigestBytes || v.mv_size != 8) return bad("a text-index entry is damaged");
+            uint64_t id = read_be64(v.mv_data);
+            if (!records_.count(id)) return bad("text digest " + hex(view(k)) + " points to missing " + id_str(id));
+            if (!has_pair(t_, db_.rnorms, val(v.mv_data, 8), k))
+                bad("text digest " + hex(view(k)) + " of " + id_str(id) + " is missing from its reverse index");
+        });
+        each(t_, db_.rnorms, [&](MDB_val& k, MDB_val& v) {
+            MDB_val cur;
+            if (k.mv_size != 8 || v.mv_size != kDigestBytes) return bad("a reverse text-index entry is damaged");
+            if (!agentsensus::get(t_, db_.norms, v, cur) || cur.mv_size != 8 || std::memcmp(cur.mv_data, k.mv_data, 8))
+                bad("reverse text index of " + id_str(read_be64(k.mv_data)) + " names a digest that points elsewhere");
+        });
+    }
+
+    // I9: every merge-log entry is below next_merge, names a live survivor
+    // and is indexed under it in rmerges; every rmerges entry names a merge
+    // of that survivor.
+    void merge_log() {
+        each(t_, db_.merges, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 8 || v.mv_size < kMergeHeader) return bad("a merge-log entry is damaged");
+            uint64_t seq = read_be64(k.mv_data), survivor = load<uint64_t>(v.mv_data);
+            if (seq >= next_merge_) bad("merge " + std::to_string(seq) + " is beyond the merge counter");
+            if (!records_.count(survivor)) bad("merge " + std::to_string(seq) + " names missing " + id_str(survivor));
+            Be64 sk(survivor);
+            if (!has_pair(t_, db_.rmerges, val(sk.b, 8), k))
+                bad("merge " + std::to_string(seq) + " is missing from " + id_str(survivor) + "'s merge index");
+        });
+        each(t_, db_.rmerges, [&](MDB_val& k, MDB_val& v) {
+            MDB_val m;
+            if (k.mv_size != 8 || v.mv_size != 8 || !agentsensus::get(t_, db_.merges, v, m) || m.mv_size < 8)
+                return bad("a merge-index entry names a missing merge");
+            if (load<uint64_t>(m.mv_data) != read_be64(k.mv_data))
+                bad("merge " + std::to_string(read_be64(v.mv_data)) + " is indexed under the wrong record");
+        });
+    }
+
+    // I10: the journal is well formed, below next_journal, and replays to
+    // exactly the live records (or the index could not catch up).
+    void journal() {
+        std::set<uint64_t> replay;
+        uint64_t last = 0;
+        each(t_, db_.journal, [&](MDB_val& k, MDB_val& v) {
+            JournalEntry e;
+            if (k.mv_size != 8 || !decode_journal(v, e)) return bad("a journal entry is damaged");
+            last = read_be64(k.mv_data);
+            if (e.op == kAdd) replay.insert(e.record);
+            else if (e.op == kDel) replay.erase(e.record);
+            else if (e.op != kOwn && e.op != kDisown)
+                bad("journal entry " + std::to_string(last) + " has an unknown operation");
+        });
+        if (last >= next_journal_) bad("the journal runs past its counter");
+        if (replay != records_) bad("replaying the journal does not give the live records (the index cannot catch up)");
+    }
+
+    // I11: the index (index.usearch, caught up) holds the same ids and the
+    // same vectors as LMDB.
+    void index() {
+        s_.sync_index();
+        std::shared_lock<std::shared_mutex> lock(s_.index_mu_);
+        const size_t dim = s_.dim_;
+        size_t missing = 0, differ = 0;
+        for (uint64_t id : records_) {
+            std::vector<float> iv(dim);
+            if (!s_.index_->get(id, iv.data())) {
+                if (missing++ < 5) bad("the index lacks " + id_str(id));
+                continue;
+            }
+            if (!s_.vector_of(t_, id, vec_.data())) continue;
+            float worst = 0.f;
+            for (size_t i = 0; i < dim; ++i) worst = std::max(worst, std::fabs(iv[i] - vec_[i]));
+            if (worst > 1e-5f && differ++ < 5) bad("the index holds another vector for " + id_str(id));
+        }
+        if (missing > 5) bad("the index lacks " + std::to_string(missing) + " records in all");
+        if (s_.index_->size() != records_.size() - std::min(missing, records_.size()))
+            bad("the index holds " + std::to_string(s_.index_->size()) + " vectors for " +
+                std::to_string(records_.size()) + " records");
+    }
+
+    Store& s_;
+    MDB_txn* t_;
+    const Store::Dbs& db_;
+    const uint64_t next_id_, next_merge_, next_journal_, next_owner_;
+    std::vector<std::string> out_;
+    std::unordered_map<uint32_t, std::string> names_;
+    std::set<uint64_t> records_;
+    std::map<uint32_t, uint64_t> hist_;
+    std::vector<float> vec_;
+};
+
 std::vector<std::string> Store::verify() {
     check_open();
-    std::vector<std::string> out;
-    auto bad = [&](std::string s) {
-        if (out.size() < kMaxReports) out.push_back(std::move(s));
-    };
     ReadTxn rt(*env_);
-    MDB_txn* t = rt.get();
-    // The file's structure first, read without LMDB's map (the read
+    // I1, the file's structure, first and read without LMDB's map (the read
     // transaction keeps the pages walked from being reused): reading damaged
     // pages through LMDB could kill the process, so stop at any damage.
-    out = check_pages(dir_, true);
-    if (!out.empty()) return out;
-    const uint64_t next_id = meta_u64(t, kMetaNextId, 1);
-    const uint64_t next_merge = meta_u64(t, kMetaNextMerge, 1);
-    const uint64_t next_journal = meta_u64(t, kMetaNextJournal, 1);
-    const uint64_t next_owner = meta_u64(t, kMetaNextOwner, 1);
-
-    // Agents: a bijection between names and ids.
-    std::unordered_map<uint32_t, std::string> names;
-    each(t, db_.owner_names, [&](MDB_val& k, MDB_val& v) {
-        if (k.mv_size != 4) return bad("an owner-name key is damaged");
-        uint32_t a = read_be32(k.mv_data);
-        names[a] = std::string(view(v));
-        MDB_val back;
-        if (!agentsensus::get(t, db_.owners_by_name, v, back) || back.mv_size != 4 || load<uint32_t>(back.mv_data) != a)
-            bad("owner '" + std::string(view(v)) + "' (id " + std::to_string(a) + ") is missing from the name index");
-        if (a >= next_owner) bad("owner id " + std::to_string(a) + " is beyond the owner counter");
-    });
-    each(t, db_.owners_by_name, [&](MDB_val& k, MDB_val& v) {
-        if (v.mv_size != 4 || !names.count(load<uint32_t>(v.mv_data)))
-            bad("owner name '" + std::string(view(k)) + "' points to no owner id");
-    });
-
-    // Records, their vectors and owner sets.
-    std::set<uint64_t> records;
-    std::map<uint32_t, uint64_t> hist;
-    std::vector<float> vec(dim_);
-    each(t, db_.records, [&](MDB_val& k, MDB_val& v) {
-        if (k.mv_size != 8) return bad("a record key is damaged");
-        uint64_t id = read_be64(k.mv_data);
-        records.insert(id);
-        RecordHeader h;
-        std::string_view text;
-        if (!decode_record(v, h, text)) bad(id_str(id) + " is damaged (too short)");
-        else if (text.empty()) bad(id_str(id) + " has empty text");
-        if (id == 0 || id >= next_id) bad(id_str(id) + " is beyond the record counter (" + std::to_string(next_id) + ")");
-        try {
-            if (!vector_of(t, id, vec.data())) bad(id_str(id) + " has no vector");
-            else {
-                for (float x : vec)
-                    if (!std::isfinite(x)) {
-                        bad(id_str(id) + " has a vector with NaN or inf");
-                        break;
-                    }
-            }
-        } catch (const DamagedPage&) {
-            throw;  // the transaction is unusable: report the page, not a record
-        } catch (const Corrupt&) {
-            bad(id_str(id) + " has a vector of the wrong size");
-        }
-        size_t n = 0;
-        Cursor c(t, db_.owners);
-        MDB_val key = k, ov;
-        bool more = c.op(key, ov, MDB_SET);
-        if (more) more = c.op(key, ov, MDB_FIRST_DUP);
-        while (more) {
-            ++n;
-            if (ov.mv_size != 4) {
-                bad(id_str(id) + " has a damaged owner entry");
-            } else {
-                uint32_t a = load<uint32_t>(ov.mv_data);
-                if (!names.count(a)) bad(id_str(id) + " is owned by unknown owner id " + std::to_string(a));
-                Be32 ak(a);
-                if (!has_pair(t, db_.owned, val(ak.b, 4), val(&id, 8)))
-                    bad(id_str(id) + " is owned by '" + names[a] + "', but is missing from that owner's list");
-            }
-            more = c.op(key, ov, MDB_NEXT_DUP);
-        }
-        if (n == 0) bad(id_str(id) + " has no owner");
-        else ++hist[static_cast<uint32_t>(n)];
-    });
-    each(t, db_.vectors, [&](MDB_val& k, MDB_val&) {
-        if (k.mv_size != 8 || !records.count(read_be64(k.mv_data)))
-            bad("a vector belongs to no record (" + (k.mv_size == 8 ? id_str(read_be64(k.mv_data)) : "bad key") + ")");
-    });
-    each(t, db_.owned, [&](MDB_val& k, MDB_val& v) {
-        if (k.mv_size != 4 || v.mv_size != 8) return bad("an owner-list entry is damaged");
-        uint32_t a = read_be32(k.mv_data);
-        uint64_t id = load<uint64_t>(v.mv_data);
-        Be64 ik(id);
-        if (!records.count(id)) bad("owner '" + names[a] + "' lists missing " + id_str(id));
-        else if (!has_pair(t, db_.owners, val(ik.b, 8), val(&a, 4)))
-            bad("owner '" + names[a] + "' lists " + id_str(id) + ", whose owner set lacks it");
-    });
-
-    // The owner-count histogram behind stats().
-    std::map<uint32_t, uint64_t> stored;
-    each(t, db_.hist, [&](MDB_val& k, MDB_val& v) {
-        if (k.mv_size != 4 || v.mv_size != 8) return bad("the owner-count histogram is damaged");
-        stored[read_be32(k.mv_data)] = load<uint64_t>(v.mv_data);
-    });
-    if (stored != hist) bad("the owner-count histogram disagrees with the owner sets (stats are off)");
-
-    // Affiliation edges: symmetric, between existing records, no loops.
-    std::unordered_set<uint64_t> linked;
-    each(t, db_.edges, [&](MDB_val& k, MDB_val& v) {
-        if (k.mv_size != 8 || v.mv_size != 8) return bad("an edge entry is damaged");
-        uint64_t a = read_be64(k.mv_data), b = load<uint64_t>(v.mv_data);
-        linked.insert(a);
-        if (a == b) bad(id_str(a) + " has an edge to itself");
-        if (!records.count(a) || !records.count(b))
-            bad("edge " + std::to_string(a) + "-" + std::to_string(b) + " touches a missing record");
-        Be64 bk(b);
-        if (!has_pair(t, db_.edges, val(bk.b, 8), val(&a, 8)))
-            bad("edge " + std::to_string(a) + "->" + std::to_string(b) + " has no reverse");
-    });
-    if (linked.size() != meta_u64(t, kMetaLinked))
-        bad("the linked-record counter (" + std::to_string(meta_u64(t, kMetaLinked)) + ") disagrees with the edges (" +
-            std::to_string(linked.size()) + ")");
-
-    // The exact-duplicate text index and its reverse.
-    each(t, db_.norms, [&](MDB_val& k, MDB_val& v) {
-        if (k.mv_size != 16 || v.mv_size != 8) return bad("a text-index entry is damaged");
-        uint64_t id = read_be64(v.mv_data);
-        if (!records.count(id)) return bad("text digest " + hex(view(k)) + " points to missing " + id_str(id));
-        if (!has_pair(t, db_.rnorms, val(v.mv_data, 8), k))
-            bad("text digest " + hex(view(k)) + " of " + id_str(id) + " is missing from its reverse index");
-    });
-    each(t, db_.rnorms, [&](MDB_val& k, MDB_val& v) {
-        MDB_val cur;
-        if (k.mv_size != 8 || v.mv_size != 16) return bad("a reverse text-index entry is damaged");
-        if (!agentsensus::get(t, db_.norms, v, cur) || cur.mv_size != 8 || std::memcmp(cur.mv_data, k.mv_data, 8))
-            bad("reverse text index of " + id_str(read_be64(k.mv_data)) + " names a digest that points elsewhere");
-    });
-
-    // The merge log and its per-record index.
-    each(t, db_.merges, [&](MDB_val& k, MDB_val& v) {
-        if (k.mv_size != 8 || v.mv_size < kMergeHeader) return bad("a merge-log entry is damaged");
-        uint64_t seq = read_be64(k.mv_data), survivor = load<uint64_t>(v.mv_data);
-        if (seq >= next_merge) bad("merge " + std::to_string(seq) + " is beyond the merge counter");
-        if (!records.count(survivor)) bad("merge " + std::to_string(seq) + " names missing " + id_str(survivor));
-        Be64 sk(survivor);
-        if (!has_pair(t, db_.rmerges, val(sk.b, 8), k))
-            bad("merge " + std::to_string(seq) + " is missing from " + id_str(survivor) + "'s merge index");
-    });
-    each(t, db_.rmerges, [&](MDB_val& k, MDB_val& v) {
-        MDB_val m;
-        if (k.mv_size != 8 || v.mv_size != 8 || !agentsensus::get(t, db_.merges, v, m) || m.mv_size < 8)
-            return bad("a merge-index entry names a missing merge");
-        if (load<uint64_t>(m.mv_data) != read_be64(k.mv_data))
-            bad("merge " + std::to_string(read_be64(v.mv_data)) + " is indexed under the wrong record");
-    });
-
-    // The journal replays to exactly the live records.
-    std::set<uint64_t> replay;
-    uint64_t last = 0;
-    each(t, db_.journal, [&](MDB_val& k, MDB_val& v) {
-        JournalEntry e;
-        if (k.mv_size != 8 || !decode_journal(v, e)) return bad("a journal entry is damaged");
-        last = read_be64(k.mv_data);
-        if (e.op == kAdd) replay.insert(e.record);
-        else if (e.op == kDel) replay.erase(e.record);
-        else if (e.op != kOwn && e.op != kDisown) bad("journal entry " + std::to_string(last) + " has an unknown operation");
-    });
-    if (last >= next_journal) bad("the journal runs past its counter");
-    if (replay != records) bad("replaying the journal does not give the live records (the index cannot catch up)");
-
-    // The index agrees with LMDB: the same ids, the same vectors.
-    sync_index();
-    std::shared_lock<std::shared_mutex> lock(index_mu_);
-    size_t missing = 0, differ = 0;
-    for (uint64_t id : records) {
-        std::vector<float> iv(dim_);
-        if (!index_->get(id, iv.data())) {
-            if (missing++ < 5) bad("the index lacks " + id_str(id));
-            continue;
-        }
-        if (!vector_of(t, id, vec.data())) continue;
-        float worst = 0.f;
-        for (size_t i = 0; i < dim_; ++i) worst = std::max(worst, std::fabs(iv[i] - vec[i]));
-        if (worst > 1e-5f && differ++ < 5) bad("the index holds another vector for " + id_str(id));
-    }
-    if (missing > 5) bad("the index lacks " + std::to_string(missing) + " records in all");
-    if (index_->size() != records.size() - std::min(missing, records.size()))
-        bad("the index holds " + std::to_string(index_->size()) + " vectors for " + std::to_string(records.size()) +
-            " records");
-    return out;
+    std::vector<std::string> pages = check_pages(dir_, true);
+    if (!pages.empty()) return pages;
+    return Verifier(*this, rt.get()).run();
 }
 
 void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests) {

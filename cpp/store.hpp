@@ -182,6 +182,8 @@ public:
     bool closed() const { return env_ == nullptr; }
 
 private:
+    friend class Verifier;  // verify()'s invariant checks (integrity.cpp)
+
     // One handle per table of schema.hpp.
     struct Dbs {
         MDB_dbi meta, records, vectors, owners, owned, owners_by_name, owner_names, edges, merges, rmerges,
