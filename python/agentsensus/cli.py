@@ -178,9 +178,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``agentsensus`` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "simulate":
-        from .sim import cli_main
+        from .sim import cli_main  # resolved lazily by agentsensus.sim, so typed Any here
 
-        return cli_main(argv[1:])
+        return int(cli_main(argv[1:]))
     p = argparse.ArgumentParser(prog="agentsensus", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("simulate", help="run the story-world simulation and write a report")
