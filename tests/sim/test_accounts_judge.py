@@ -1,4 +1,4 @@
-"""Witness accounts differ in wording; the content judge still finds one fact."""
+"""Witnesses word one event in their own words (seeded); the text-only judge still finds one fact."""
 
 from __future__ import annotations
 
@@ -7,75 +7,99 @@ from types import SimpleNamespace as NS
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentsensus.sim.account_judge import AccountJudge
 from agentsensus.sim.accounts import account, split_statements
-from agentsensus.sim.judge import ContentJudge
+from agentsensus.sim.variation import Variation
+from agentsensus.sim.wording import read
 from agentsensus.sim.world import Event
 
-
-def say(text: str, speaker: str = "Hamlet", witnesses=("Hamlet", "Horatio"), targets=(), aside=False) -> Event:  # type: ignore[no-untyped-def]
-    return Event(0, 1, "say", "the platform", (speaker,), text, tuple(targets), tuple(witnesses), aside)
-
-
-def test_speaker_and_listener_word_it_differently() -> None:
-    ev = say("The ghost walks upon the platform tonight.")
-    assert account(ev, "Hamlet") == ['I told Horatio: "The ghost walks upon the platform tonight."']
-    assert account(ev, "Horatio") == ['Hamlet told me: "The ghost walks upon the platform tonight."']
+SPEECH = ("Thou art a scholar, speak to it, Horatio. Look, my lord, it comes, and with a face of sorrow. "
+          "Good night, sweet prince, and flights of angels sing thee to thy rest!")
+CROWD = ("Hamlet", "Horatio", "Marcellus", "Bernardo", "Francisco", "Reynaldo")
 
 
-def test_overhearer_and_crowd_frames() -> None:
-    ev = say("Go to the castle now, good friend.", witnesses=("Hamlet", "Horatio", "Marcellus"), targets=("Horatio",))
-    assert account(ev, "Marcellus")[0].startswith("I heard Hamlet tell Horatio:")
-    crowd = say("Welcome to you all, my good friends.", witnesses=("Hamlet", "A", "B", "C"))
-    assert account(crowd, "Hamlet")[0].startswith("I told them:")
-    assert account(crowd, "B")[0].startswith("Hamlet told us:")
+def say(text: str = SPEECH, speaker: str = "Hamlet", witnesses=CROWD, targets=(), seq: int = 3) -> Event:  # type: ignore[no-untyped-def]
+    return Event(seq, 0, "say", "the platform", (speaker,), text, tuple(targets), tuple(witnesses), when="scene 1")
 
 
-def test_moves_and_acts() -> None:
-    enter = Event(1, 1, "enter", "A hall in the castle", ("Hamlet", "Laertes"), "", (), ("Osric", "Hamlet", "Laertes"))
-    assert account(enter, "Hamlet") == ["I entered a hall in the castle with Laertes."]
-    assert account(enter, "Osric") == ["I saw Hamlet and Laertes enter a hall in the castle."]
-    blow = Event(2, 1, "act", "A hall", ("Laertes",), "Laertes wounds Hamlet.", ("Hamlet",), ("Laertes", "Hamlet", "Osric"))
-    assert [account(blow, w)[0].split(":")[0] for w in ("Laertes", "Hamlet", "Osric")] == [
-        "What I did", "What was done to me", "What I saw"]
+def texts(ev: Event, v: Variation) -> dict[str, list[str]]:
+    return {w: [t for t, _ in account(ev, w, v)] for w in ev.witnesses}
 
 
-def test_split_statements_joins_short_clauses() -> None:
-    assert split_statements("Who's there?") == ["Who's there?"]
-    parts = split_statements("Seems, madam! nay it is; I know not 'seems.' 'Tis not alone my inky cloak, good mother.")
-    assert parts == ["Seems, madam! nay it is;", "I know not 'seems.'", "'Tis not alone my inky cloak, good mother."]
-    assert split_statements("... --") == []
+def test_strength_zero_words_every_account_the_same_way() -> None:
+    got = texts(say(), Variation(0.0, seed=1))
+    assert got["Horatio"] == got["Marcellus"]
+    assert all(f'"{s}"' in got["Horatio"][i] for i, s in enumerate(split_statements(SPEECH)))
+    assert got["Hamlet"][0].startswith("In scene 1, I told them:")
+
+
+def test_variation_is_seeded_reproducible_and_differs_between_witnesses() -> None:
+    a, b = texts(say(), Variation(0.8, seed=7)), texts(say(), Variation(0.8, seed=7))
+    assert a == b  # same seed, same words
+    assert texts(say(), Variation(0.8, seed=8)) != a
+    # Six witnesses of one speech do not all say it alike.
+    assert len({tuple(v) for v in a.values()}) >= 4
+    # Clauses are left out now and then, but every statement keeps its clause index (provenance).
+    for w in CROWD:
+        clauses = [c for _, c in account(say(), w, Variation(0.8, seed=7))]
+        assert clauses and clauses == sorted(set(clauses)) and max(clauses) < 3
+
+
+@given(st.integers(0, 10_000), st.floats(0.0, 1.0))
+def test_every_account_has_words_and_a_readable_core(seed: int, strength: float) -> None:
+    v = Variation(strength, seed)
+    for ev in (say(), Event(4, 0, "enter", "A room in the castle", ("Hamlet", "Horatio"), "", (), CROWD, when="scene 2"),
+               Event(5, 0, "act", "A hall", ("Laertes",), "Laertes wounds Hamlet.", ("Hamlet",), ("Laertes", "Hamlet", "Osric"),
+                     when="scene 20")):
+        for w in ev.witnesses:
+            for text, _ in account(ev, w, v):
+                r = read(text)
+                assert r.core and any(c.isalpha() for c in r.core)
+                assert r.time == ("scene", int(ev.when.split()[1]))
+
+
+def test_moves_name_the_mover_in_every_perspective() -> None:
+    ev = Event(4, 0, "enter", "A room in the castle", ("Hamlet",), "", (), ("Osric", "Hamlet"), when="round 2")
+    own = account(ev, "Hamlet", Variation(0.0))[0][0]
+    seen = account(ev, "Osric", Variation(0.0))[0][0]
+    assert own == "In round 2, Hamlet entered a room in the castle."
+    assert seen == "In round 2, I saw Hamlet enter a room in the castle."
 
 
 def cands(*texts: str):  # type: ignore[no-untyped-def]
     return [NS(id=i + 10, text=t, score=0.9 - i * 0.01) for i, t in enumerate(texts)]
 
 
-def test_judge_merges_perspectives_of_one_speech() -> None:
-    j = ContentJudge()
-    c = cands('I told Horatio: "The ghost walks upon the platform tonight."')
-    assert j.choose('Hamlet told me: "The ghost walks upon the platform tonight."', c) == 10
+def test_judge_merges_perspectives_and_retellings() -> None:
+    j = AccountJudge()
+    c = cands('In scene 1, I told Horatio: "The ghost walks upon the platform tonight."')
+    assert j.choose('"The ghost walks upon the platform tonight", Hamlet said to me in scene 1.', c) == 10
+    # A retelling in a later round quotes the original with its own time: the same fact.
+    assert j.choose('In round 4, Horatio told me: "In scene 1, Hamlet said: The ghost walks upon the platform tonight."', c) == 10
+    move = cands("In round 3, I saw Osric enter the hall.")
+    assert j.choose("In round 3, Osric entered the hall.", move) == 10
 
 
-def test_judge_keeps_different_speech_and_kinds_apart() -> None:
-    j = ContentJudge()
-    assert j.choose('Hamlet told me: "The king drinks deep tonight."', cands('Hamlet told me: "The ghost walks tonight."')) is None
-    # A quotation never merges with a plain report of the same words.
-    assert j.choose("The ghost walks upon the platform tonight.",
-                    cands('Hamlet told me: "The ghost walks upon the platform tonight."')) is None
-    # Plain reports naming different people are different facts.
-    assert j.choose("I saw Ghost enter Elsinore, a platform before the castle.",
-                    cands("I entered Elsinore, a platform before the castle with Francisco.")) is None
-    assert j.choose("Lord lives in this world.", cands("Lord Polonius lives in this world.")) is None
+def test_judge_keeps_different_facts_apart() -> None:
+    j = AccountJudge()
+    # Another time, another mover, the opposite move: three other facts.
+    base = cands("In round 3, I saw Osric enter the hall.")
+    assert j.choose("In round 4, I saw Osric enter the hall.", base) is None
+    assert j.choose("In round 3, I saw Horatio enter the hall.", base) is None
+    assert j.choose("In round 3, I saw Osric exit the hall.", base) is None
+    assert j.choose('In scene 1, Hamlet told me: "The king drinks deep tonight."',
+                    cands('In scene 1, Hamlet told me: "The ghost walks tonight."')) is None
 
 
-def test_judge_prefers_the_closest_candidate_and_is_batched() -> None:
-    j = ContentJudge()
-    c = cands('Hamlet told us: "The ghost walks upon the platform."',
-              'Hamlet told us: "The ghost walks upon the platform tonight."')
-    reqs = [NS(statement='I told them: "The ghost walks upon the platform tonight."', owner="Hamlet", candidates=c),
+def test_judge_prefers_the_closest_candidate_and_reads_text_only() -> None:
+    j = AccountJudge()
+    c = cands('In scene 1, Hamlet told us: "The ghost walks upon the platform."',
+              'In scene 1, Hamlet told us: "The ghost walks upon the platform tonight."')
+    reqs = [NS(statement='In scene 1, I told them: "The ghost walks upon the platform tonight."', owner="Hamlet", candidates=c),
             NS(statement="Nothing alike at all here.", owner="Hamlet", candidates=c),
             NS(statement="x", owner="Hamlet", candidates=[])]
     assert j(reqs) == [11, None, None]
+    assert j.calls == 1 and j.requests == 3
 
 
 words = st.sampled_from("ghost king night platform castle sword poison crown father mother grave".split())
@@ -84,7 +108,7 @@ words = st.sampled_from("ghost king night platform castle sword poison crown fat
 @given(st.lists(words, min_size=1, max_size=6), st.lists(st.lists(words, min_size=1, max_size=6), max_size=5))
 def test_judge_answers_none_or_a_candidate(statement, candidates) -> None:  # type: ignore[no-untyped-def]
     c = cands(*(" ".join(w) for w in candidates))
-    got = ContentJudge().choose(" ".join(statement), c)
+    got = AccountJudge().choose(" ".join(statement), c)
     assert got is None or got in {x.id for x in c}
     if c and " ".join(statement) == c[0].text:
         assert got is not None  # identical text is always the same fact

@@ -60,7 +60,8 @@ def test_generative_agents_reflect_and_cite_evidence(embed) -> None:  # type: ig
     b.remember([item(embed, "Hamlet", "The ghost appeared at midnight.", "The ghost spoke of murder.")], 1)
     assert len(calls) == 1 and b.stats()["reflections"] == 1
     st = b.stats()
-    assert st["records"] == 3 and st["linked"] == 3  # the reflection and its two evidence rows
+    # The reflection points at its two evidence rows: pointers, not affiliation between statements.
+    assert st["records"] == 3 and st["pointed"] == 3 and st["linked"] == 0
     b.remember([item(embed, "Hamlet", "A third thing happened here.")], 2)
     assert len(calls) == 1  # the importance sum restarted after reflecting
 
@@ -74,6 +75,7 @@ def test_g_memory_insights_point_back_and_recall_expands(embed) -> None:  # type
     assert st["insights"] == 1 and st["records"] == 5
     insight = [i for i, t in b.texts.items() if t.startswith("Insight")][0]
     assert len(b.adjacency[insight]) == 3
+    assert st["linked"] == 0 and st["pointed"] == 4  # Hamlet's chain, rows and insight: pointers, no affiliation
     got = b.recall("Hamlet", embed(["ghost walks tonight"])[0], k=1)
     assert got[0].via == "hit" and any(m.via == "edge" for m in got)
     assert all(m.owners == frozenset({"Hamlet"}) for m in got)

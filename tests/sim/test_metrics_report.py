@@ -1,4 +1,4 @@
-"""Metrics keys, the report and the CLI on a tiny world (no engine needed)."""
+"""The whole run on the tiny world: the issue's conditions, metrics.json, the report and the CLI."""
 
 from __future__ import annotations
 
@@ -8,75 +8,113 @@ from pathlib import Path
 
 import pytest
 
-from agentsensus.sim.cli import cli_main
 from agentsensus.sim.kernel import RoundLog
-from agentsensus.sim.metrics import backend_metrics, latency_bins, percentile
+from agentsensus.sim.metrics import People, latency_bins, name_loss, percentile
 from agentsensus.sim.runner import run
+from agentsensus.sim.simulate_cli import cli_main
 
 BASELINES = ("generative_agents", "g_memory", "collaborative")
 KEYS = {"sediment", "sim", "total", "shared", "three_plus", "max_owners", "linked", "remember_ms_p50",
         "recall_ms_p50", "remember_ms_p95", "recall_ms_p95", "expanded_frac", "linked_per_expanding_call",
-        "growth", "latency_bins", "shared_pct", "linked_pct"}
+        "growth", "latency_bins", "shared_pct", "linked_pct", "sim_shared_pct", "sim_linked_pct", "grounding",
+        "actions", "hits", "expansion_rows", "amplification", "owned", "sim_pointed_pct"}
 
 
-def test_percentiles_and_bins() -> None:
-    assert percentile([], 50) is None
-    assert percentile([1.0, 2.0, 3.0], 50) == 2.0
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, tiny_text):  # type: ignore[no-untyped-def]
+    out = tmp_path_factory.mktemp("rep")
+    src = out / "tiny.md"
+    src.write_text(tiny_text, encoding="utf-8")
+    return run(world=str(src), rounds=40, out=out, progress=False), out
+
+
+def test_percentiles_bins_and_name_loss() -> None:
+    assert percentile([], 50) is None and percentile([1.0, 2.0, 3.0], 50) == 2.0
     logs = [RoundLog(r, remember_ms=[float(r)], recall_ms=[2.0 * r]) for r in range(0, 12)]
     bins = latency_bins(logs)
     assert [b["rounds"] for b in bins] == [[1, 5], [6, 10], [11, 11]]
     assert bins[0]["remember_ms_p50"] == 3.0 and bins[1]["recall_ms_p50"] == 16.0
+    people = People(["Lord Polonius", "Hamlet", "King Claudius", "Queen Gertrude"])
+    assert people("Polonius told Hamlet and the king") == {"Lord Polonius", "Hamlet"}
+
+    class M:
+        def __init__(self, kept: str, discarded: str) -> None:
+            self.kept, self.discarded = kept, discarded
+
+    got = name_loss([M('I told them: "x"', 'Hamlet told us: "x"'), M("Hamlet wept.", "Hamlet wept sorely.")], people)
+    assert got["fraction"] == 0.5 and got["lost_name"] == 1 and got["discarded_chars"] == len('Hamlet told us: "x"') + len("Hamlet wept sorely.")
 
 
-def test_backend_metrics_counts() -> None:
-    logs = [RoundLog(0, records=10), RoundLog(1, records=15, recalls=4, expanded=2, edge_rows=6)]
-    m = backend_metrics(logs, {"records": 15, "shared": 3, "three_plus": 1, "max_owners": 4, "linked": 12}, 1.0)
-    assert (m["sediment"], m["sim"], m["total"]) == (10, 5, 15)
-    assert m["shared_pct"] == 20.0 and m["expanded_frac"] == 0.5 and m["linked_per_expanding_call"] == 3.0
-    assert m["growth"] == [10, 15]
+def test_consensus_is_smallest_and_only_consensus_shares(tiny_run) -> None:  # type: ignore[no-untyped-def]
+    m, _ = tiny_run
+    b = m["backends"]
+    assert list(b) == ["consensus", *BASELINES]
+    for name in BASELINES:
+        assert b["consensus"]["sim"] < b[name]["sim"], name
+        assert b[name]["sim_shared"] == 0 and b[name]["shared"] == 0, name
+        assert b[name]["sim_linked_pct"] == 0.0 and b[name]["linked"] == 0, name  # affiliation is consensus's alone
+    assert b["consensus"]["sim_shared"] > 0 and b["consensus"]["sim_linked_pct"] > 0
+    assert b["g_memory"]["sim_pointed_pct"] > 0  # its pointers are counted apart
 
 
-def _run_tiny(tmp: Path, tiny_file: Path) -> dict:  # type: ignore[type-arg]
-    return run(world=str(tiny_file), rounds=12, backends=BASELINES, out=tmp, progress=False)
+def test_judge_precision_against_provenance(tiny_run) -> None:  # type: ignore[no-untyped-def]
+    m, _ = tiny_run
+    j = m["backends"]["consensus"]["judge"]
+    assert j["merges"] > 0 and j["precision"] >= 0.95 and 0 < j["recall"] <= 1
+    nl = m["backends"]["consensus"]["name_loss"]
+    assert set(nl) == {"keep_shorter", "keep_names"} and nl["keep_names"] < nl["keep_shorter"]
 
 
-def test_run_writes_metrics_and_a_self_contained_report(tmp_path, tiny_file) -> None:  # type: ignore[no-untyped-def]
-    m = _run_tiny(tmp_path, tiny_file)
-    on_disk = json.loads((tmp_path / "metrics.json").read_text())
+def test_cache_rows_actions_horizon_and_grounding(tiny_run) -> None:  # type: ignore[no-untyped-def]
+    m, _ = tiny_run
+    rows = m["cache"]
+    assert set(rows) == {"fifo", "relevance", "hybrid"}
+    assert len({(r["sim"], r["sim_shared_pct"]) for r in rows.values()}) > 1  # the cache policy matters
+    acts = {name: tuple(sorted(x["actions"].items())) for name, x in m["backends"].items()}
+    assert any(acts["consensus"] != acts[name] for name in BASELINES)
+    hz = m["horizon"]["consensus"]
+    assert list(hz) == ["10", "20", "40"] and hz["10"]["sim"] < hz["20"]["sim"] < hz["40"]["sim"]
+    for x in m["backends"].values():
+        g = x["grounding"]
+        assert g["says"] > 0 and 0 <= g["names_right"] <= g["traced"] <= 1
+
+
+def test_metrics_json_and_a_self_contained_report(tiny_run) -> None:  # type: ignore[no-untyped-def]
+    m, out = tiny_run
+    on_disk = json.loads((out / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(m))
-    assert m["world"] == "The Tiny Tragedy" and 1 <= m["rounds"] <= 12
-    assert set(m) >= {"world", "rounds", "backends", "ablation", "horizon"}
-    assert list(m["backends"]) == list(BASELINES)
+    assert set(m) >= {"world", "rounds", "backends", "ablation", "horizon", "cache", "policy", "judge", "seed",
+                      "variation", "embedder", "source_events"}
+    assert m["world"] == "The Tiny Tragedy" and m["rounds"] == 40
     for name, b in m["backends"].items():
         assert KEYS <= set(b), name
-        assert b["shared"] == 0 and b["total"] == b["sediment"] + b["sim"]
-        assert len(b["growth"]) == m["rounds"] + 1
-    assert m["horizon"]["rounds"] == [10] and "10" in m["horizon"]["collaborative"]
-    html = (tmp_path / "report.html").read_text()
-    assert html.count("<svg") >= 5
-    # Self-contained: no script, and no resource fetched from anywhere.
-    assert "<script" not in html
-    assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', html)
-    for title in ("Entries after each round", "Latency per 5 rounds", "Who spoke to whom", "Memory-affiliation graph"):
+        assert b["total"] == b["sediment"] + b["sim"] and len(b["growth"]) == m["rounds"] + 1
+    ab = m["ablation"]
+    assert ab["merging_off"]["shared"] == 0 and ab["growth_factor"] > 1
+    html = (out / "report.html").read_text()
+    assert "<script" not in html and not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', html)
+    for title in ("Entries after each round", "Who spoke to whom", "Memory-affiliation graph", "Paper"):
         assert title in html
 
 
-def test_cli_runs_and_validates(tmp_path, tiny_file, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_runs_lists_and_validates(tmp_path, tiny_file, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "rep"
-    code = cli_main(["--world", str(tiny_file), "--rounds", "5", "--backends", "g_memory,collaborative",
-                     "--out", str(out), "--quiet"])
+    code = cli_main(["--world", str(tiny_file), "--rounds", "3", "--backends", "g_memory,collaborative",
+                     "--out", str(out), "--quiet", "--quick", "--seed", "3", "--cache", "fifo", "--variation", "0.2"])
     assert code == 0 and (out / "report.html").exists()
-    assert list(json.loads((out / "metrics.json").read_text())["backends"]) == ["g_memory", "collaborative"]
-    assert cli_main(["--backends", "nonsense", "--out", str(out)]) == 2
-    assert cli_main(["--world", "no-such-play-anywhere", "--out", str(out)]) == 2
-    assert cli_main(["--rounds", "0", "--out", str(out)]) == 2
+    m = json.loads((out / "metrics.json").read_text())
+    assert list(m["backends"]) == ["g_memory", "collaborative"] and (m["seed"], m["variation"]) == (3, 0.2)
+    assert cli_main(["--list-worlds"]) == 0 and "hamlet" in capsys.readouterr().out.split()
+    for bad in (["--backends", "nonsense"], ["--world", "no-such-play-anywhere"], ["--rounds", "0"],
+                ["--variation", "2"], ["--policy", "llm"]):
+        assert cli_main(bad + ["--out", str(out)]) == 2, bad
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("agentsensus simulate: ") and "\n" not in err and "Traceback" not in err
     with pytest.raises(SystemExit):
         cli_main(["--embedder", "word2vec"])
-    assert "--backends" in capsys.readouterr().err
 
 
 def test_run_rejects_bad_arguments(tiny_file) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(ValueError):
-        run(world=str(tiny_file), rounds=0, out=None, progress=False)
-    with pytest.raises(ValueError):
-        run(world=str(tiny_file), backends=("mem0",), out=None, progress=False)
+    for kw in ({"rounds": 0}, {"backends": ("mem0",)}, {"cache_policy": "lru"}, {"variation": 1.5}):
+        with pytest.raises(ValueError):
+            run(world=str(tiny_file), out=None, progress=False, **kw)  # type: ignore[arg-type]

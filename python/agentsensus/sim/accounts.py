@@ -1,23 +1,37 @@
 """Each witness's own account of an event, split into statements.
 
-A speaker, a listener and an overhearer word the same speech differently
-("I told Horatio: ..." / "Hamlet told us: ..." / "I heard Hamlet tell
-Horatio: ..."), as do a mover and those who see it move. These are the only
-texts any memory backend receives, so merging them takes a judge that reads
-content, not an event id.
+A speaker, a listener and an overhearer word the same speech differently,
+and each in its own words (:mod:`.variation`): 'I told Horatio: "..."',
+'"...," Hamlet said to us.', 'I heard Hamlet tell Horatio: "..."', with
+words substituted, parts left out, now and then a wrong name. Moves and acts
+say when they happened ("In round 7, I saw Osric enter the hall."). These
+texts are the only thing any memory backend receives.
+
+:func:`account` returns each statement with the index of the clause of the
+event it reports: the simulation's provenance, which stays with the kernel
+and the metrics and never reaches a backend or a judge.
 """
 
 from __future__ import annotations
 
 import re
 
+from .variation import Variation
+from .wording import time_phrase
 from .world import Event
 
-__all__ = ["split_statements", "in_sentence", "account", "names"]
+__all__ = ["split_statements", "in_sentence", "account", "names", "has_words", "MIN_WORDS"]
 
 _CLAUSE_END = re.compile(r"(?:(?<=[.!?;:])|(?<=[.!?;:]['\"]))\s+(?=\S)")
 _WORD = re.compile(r"\w+")
 MIN_WORDS = 4
+_PLAIN = Variation(0.0)
+_RETOLD = re.compile(r"^(In (?:scene|round) \d+, [^:\"]{1,80}? said: )(.+)$", re.DOTALL)
+
+
+def has_words(text: str) -> bool:
+    """True when ``text`` has at least one word (a say of only punctuation has none)."""
+    return bool(_WORD.search(text or ""))
 
 
 def split_statements(text: str, min_words: int = MIN_WORDS) -> list[str]:
@@ -58,50 +72,111 @@ def names(people: tuple[str, ...] | list[str]) -> str:
     return ", ".join(people[:-1]) + " and " + people[-1]
 
 
-def _say(event: Event, witness: str) -> list[str]:
+def _quote(text: str) -> str:
+    return text.replace('"', "'").strip()
+
+
+def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
     speakers = event.actors
     audience = event.targets or tuple(w for w in event.witnesses if w not in speakers)
-    sentences = split_statements(event.text)
+    others = [w for w in event.witnesses if w != witness]
+    rng = v.rng("frame", event.seq, witness)
+    said = names([v.name(rng, s, others) for s in speakers])
+    when = time_phrase(event.when)
+    lead = f"{when}, " if when else ""
+    tail = f" {when.lower()}" if when else ""
     if witness in speakers:
         co = [s for s in speakers if s != witness]
         who = (names(co) + " and I") if co else "I"
         if not audience:
-            frame = f"{who} said to {'ourselves' if co else 'myself'}"
-        elif len(audience) <= 2:
-            frame = f"{who} told {names(audience)}"
+            to = "ourselves" if co else "myself"
+            frames = [f"{lead}{who} said to {to}: \"{{}}\"", f"\"{{}}\", {who} said to {to}{tail}."]
         else:
-            frame = f"{who} told them"  # naming a crowd would drown the content
+            to = names(audience) if len(audience) <= 2 else "them"  # naming a crowd would drown the content
+            frames = [f"{lead}{who} told {to}: \"{{}}\"", f"{lead}{who} said to {to}: \"{{}}\"",
+                      f"\"{{}}\", {who} told {to}{tail}."]
     elif witness in audience or not event.targets:
         listeners = [w for w in event.witnesses if w not in speakers]
-        frame = f"{names(speakers)} told {'us' if len(listeners) > 1 else 'me'}"
+        us = "us" if len(listeners) > 1 else "me"
+        frames = [f"{lead}{said} told {us}: \"{{}}\"", f"\"{{}}\", {said} said to {us}{tail}.",
+                  f"{lead}I heard {said} say: \"{{}}\""]
     else:
-        frame = f"I heard {names(speakers)} tell {names(event.targets)}"
-    return [f'{frame}: "{s}"' for s in sentences]
+        frames = [f"{lead}I heard {said} tell {names(event.targets)}: \"{{}}\"",
+                  f"{lead}{said} told {names(event.targets)}, and I overheard: \"{{}}\""]
+    frame = v.pick(rng, frames)
+    frame = frame[:1].upper() + frame[1:]
+    # A retelling ("In scene 3, Hamlet said: ...") keeps its lead on every statement it splits into.
+    m = _RETOLD.match(event.text)
+    lead_in, body = (m.group(1), m.group(2)) if m else ("", event.text)
+    sentences = split_statements(body)
+    out = []
+    for i, s in enumerate(sentences):
+        r = v.rng("say", event.seq, witness, i)
+        # A listener may forget a statement of a long speech, never the only one.
+        if witness not in speakers and len(sentences) > 1 and v.chance(r, 0.25):
+            continue
+        content = _quote(lead_in + v.words(r, s))
+        if frame.startswith('"'):
+            content = content.rstrip(".")  # '"..., and so on," she said.'
+        if has_words(content):
+            out.append((frame.format(content), i))
+    if not out and sentences:  # keep at least one statement of what was said
+        content = _quote(lead_in + v.words(v.rng("say", event.seq, witness, 0), sentences[0]))
+        if has_words(content):
+            out.append((frame.format(content), 0))
+    return out
 
 
-def _move(event: Event, witness: str) -> list[str]:
-    verb = "entered" if event.kind == "enter" else "exited"
+def _move(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
+    verb, base = ("entered", "enter") if event.kind == "enter" else ("exited", "exit")
+    when = time_phrase(event.when)
+    place = in_sentence(event.place)
+    rng = v.rng("move", event.seq, witness)
+    others = [w for w in event.witnesses if w != witness]
     if witness in event.actors:
+        # One's own moves are noted as observations are, by name: "I" alone
+        # would leave a reader unable to tell whose move it was.
         co = [a for a in event.actors if a != witness]
-        return [f"I {verb} {in_sentence(event.place)}" + (f" with {names(co)}." if co else ".")]
-    base = "enter" if event.kind == "enter" else "exit"
-    return [f"I saw {names(event.actors)} {base} {in_sentence(event.place)}."]
+        said = f"{names([witness] + co)} {verb} {place}"
+        frames = [f"{when}, {said}.", f"{said}, {when.lower()}."] if when else [f"{said}."]
+    else:
+        movers = names([v.name(rng, a, others) for a in event.actors])
+        seen = [f"I saw {movers} {base} {place}", f"{movers} {verb} {place}", f"I watched {movers} {base} {place}"]
+        frames = [f"{when}, {seen[0]}.", f"{when}, {seen[1]}.", f"{seen[2]}, {when.lower()}."] if when \
+            else [f"{s}." for s in seen]
+    return [(v.pick(rng, frames), 0)]
 
 
-def _act(event: Event, witness: str) -> list[str]:
+def _act(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
+    rng = v.rng("act", event.seq, witness)
+    what = _quote(v.words(rng, event.text, drop=False)) if witness not in event.actors else event.text
+    when = time_phrase(event.when)
+    lead = f"{when}, " if when else ""
     if not event.actors:
-        return [f"I heard it: {event.text}"]
-    if witness in event.actors:
-        return [f"What I did: {event.text}"]
-    if witness in event.targets:
-        return [f"What was done to me: {event.text}"]
-    return [f"What I saw: {event.text}"]
+        frames = [f"{lead}I heard it: {what}"]
+    elif witness in event.actors:
+        frames = [f"{lead}I did this: {what}"]
+    elif witness in event.targets:
+        frames = [f"{lead}this was done to me: {what}"]
+    else:
+        frames = [f"{lead}I saw this: {what}", f"{lead}I watched this happen: {what}"]
+    text = v.pick(rng, frames)
+    return [(text[:1].upper() + text[1:], 0)] if has_words(what) else []
 
 
-def account(event: Event, witness: str) -> list[str]:
-    """The statements ``witness`` deposits about ``event``."""
-    if event.kind == "say":
-        return _say(event, witness)
-    if event.kind in ("enter", "exit"):
-        return _move(event, witness)
-    return _act(event, witness)
+def account(event: Event, witness: str, variation: Variation | None = None) -> list[tuple[str, int]]:
+    """The statements ``witness`` deposits about ``event``, each with the
+    index of the clause it reports (provenance, for the metrics only)."""
+    v = variation if variation is not None else _PLAIN
+    key = (event, witness)
+    got = v.memo.get(key)
+    if got is None:
+        if event.kind == "say":
+            got = _say(event, witness, v)
+        elif event.kind in ("enter", "exit"):
+            got = _move(event, witness, v)
+        else:
+            got = _act(event, witness, v)
+        if len(v.memo) < 1 << 18:
+            v.memo[key] = got
+    return list(got)

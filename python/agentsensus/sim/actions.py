@@ -10,6 +10,7 @@ and so produce events that witnesses remember.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from .world import Event, World
@@ -17,6 +18,7 @@ from .world import Event, World
 __all__ = ["SOCIETY_ACTIONS", "Action", "apply_actions"]
 
 SOCIETY_ACTIONS = ("say", "read_thread", "observe", "move", "act_on", "ponder")
+_WORD = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,12 @@ class Action:
     ``text`` is what is done, ``to`` its targets, ``dies`` who dies by it.
     ``read_thread`` / ``observe`` / ``ponder`` read; ``text`` is the ponder
     question. ``agent == ""`` is the world itself (an ``act_on`` at ``place``
-    with no doer, such as a flourish of trumpets). Actions sharing a finite ``order`` and kind are one joint
-    event (a group entrance, a speech in chorus); the barrier applies actions
-    by ``order``, then by the agent's place in the world.
+    with no doer, such as a flourish of trumpets). Actions sharing a finite
+    ``order`` and kind are one joint event (a group entrance, a speech in
+    chorus); the barrier applies actions by ``order``, then by the agent's
+    place in the world. ``basis``: which of the memories the agent was shown
+    this round the action draws on (an index into ``AgentView.memories``),
+    so the metrics can trace what it says; ``None`` when it draws on none.
     """
 
     kind: str
@@ -41,6 +46,7 @@ class Action:
     aside: bool = False
     dies: tuple[str, ...] = ()
     order: float = math.inf
+    basis: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in SOCIETY_ACTIONS:
@@ -59,12 +65,15 @@ def _result(action: Action, world: World) -> str:
     return ""
 
 
-def apply_actions(world: World, actions: list[Action], round: int) -> tuple[list[Event], dict[str, str]]:
+def apply_actions(world: World, actions: list[Action], round: int,
+                  when: str | None = None) -> tuple[list[Event], dict[str, str]]:
     """Apply one round's actions in barrier order.
 
-    Returns the events (with their witnesses) and, per acting agent, the
-    result text of its action (for its short-term memory).
+    Returns the events (with their witnesses, stamped ``when``, by default
+    ``"round N"``) and, per acting agent, the result text of its action (for
+    its short-term memory).
     """
+    when = f"round {round}" if when is None else when
     rank = {name: i for i, name in enumerate(world.agents)}
     ordered = sorted(actions, key=lambda a: (a.order, rank.get(a.agent, len(rank))))
     events: list[Event] = []
@@ -86,7 +95,7 @@ def apply_actions(world: World, actions: list[Action], round: int) -> tuple[list
             for a in group:
                 results[a.agent] = _result(a, world)
             continue
-        event = _apply(world, head, actors, round)
+        event = _apply(world, head, actors, round, when)
         if event is not None:
             events.append(world.record(event))
             for actor in event.actors:
@@ -94,7 +103,7 @@ def apply_actions(world: World, actions: list[Action], round: int) -> tuple[list
     return events, results
 
 
-def _apply(world: World, action: Action, actors: tuple[str, ...], round: int) -> Event | None:
+def _apply(world: World, action: Action, actors: tuple[str, ...], round: int, when: str) -> Event | None:
     seq = len(world.events)
     if action.kind == "move":
         if action.place is None:  # leaving: witnessed where they were
@@ -104,14 +113,16 @@ def _apply(world: World, action: Action, actors: tuple[str, ...], round: int) ->
             witnesses = tuple(world.present(where))
             for a in actors:
                 world.move(a, None)
-            return Event(seq, round, "exit", where, actors, f"exit {where}", witnesses=witnesses)
+            return Event(seq, round, "exit", where, actors, f"exit {where}", witnesses=witnesses, when=when)
         movers = tuple(a for a in actors if world.agents[a].place != action.place)
         if not movers:
             return None
         for a in movers:
             world.move(a, action.place)
         witnesses = tuple(world.present(action.place))
-        return Event(seq, round, "enter", action.place, movers, f"enter {action.place}", witnesses=witnesses)
+        return Event(seq, round, "enter", action.place, movers, f"enter {action.place}", witnesses=witnesses, when=when)
+    if action.kind in ("say", "act_on") and not _WORD.search(action.text or ""):
+        return None  # a say of only punctuation (as a model may answer) says nothing
     if not any(actors):  # the world itself acts (a sound, a flourish): agent ""
         actors = ()
         place = action.place
@@ -130,10 +141,10 @@ def _apply(world: World, action: Action, actors: tuple[str, ...], round: int) ->
         else:
             witnesses = tuple(present)
         targets = tuple(t for t in action.to if t in present and t not in actors)
-        return Event(seq, round, "say", place, actors, action.text, targets, witnesses, action.aside)
+        return Event(seq, round, "say", place, actors, action.text, targets, witnesses, action.aside, when)
     # act_on
     witnesses = tuple(present)
     targets = tuple(t for t in action.to if t not in actors)
     for dead in action.dies:
         world.kill(dead)
-    return Event(seq, round, "act", place, actors, action.text, targets, witnesses)
+    return Event(seq, round, "act", place, actors, action.text, targets, witnesses, when=when)

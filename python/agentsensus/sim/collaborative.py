@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .backend import Item, MemoryGraph, Recollection, owner_stats
+from .backend import Item, MemoryGraph, Recollection, Stored, owner_stats
 from .rows import VectorRows, top_k
 
 __all__ = ["CollaborativeBackend"]
@@ -58,8 +58,9 @@ class CollaborativeBackend:
         self.readable: dict[str, _Ints] = {}
         self.grants = 0
 
-    def remember(self, items: Sequence[Item], round: int) -> None:
+    def remember(self, items: Sequence[Item], round: int) -> list[Stored]:
         """Write each statement as a private row, then grant it to co-readers."""
+        out: list[Stored] = []
         for owner, statements, vectors in items:
             start = len(self.texts)
             self.rows.extend(vectors)
@@ -73,6 +74,8 @@ class CollaborativeBackend:
             for r in sorted(readers):
                 self.readable.setdefault(r, _Ints()).extend(positions)
             self.grants += (len(readers) - 1) * len(positions)
+            out.append(([p + 1 for p in positions], [False] * len(positions)))
+        return out
 
     def recall(self, owner: str, query: npt.NDArray[np.float32], k: int = 5) -> list[Recollection]:
         """Top ``k`` rows ``owner`` may read (its own and those granted to it)."""
@@ -99,6 +102,7 @@ class CollaborativeBackend:
         """Every row with its readers and links."""
         g = MemoryGraph()
         g.owners = {p + 1: frozenset((w,)) for p, w in enumerate(self.writers)}
+        g.rounds = {p + 1: r for p, r in enumerate(self.rounds)}
         return g
 
     def close(self) -> None:

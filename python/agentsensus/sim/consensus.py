@@ -14,14 +14,16 @@ any per-agent store with this engine).
 
 from __future__ import annotations
 
+import copy
+import shutil
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from .backend import Item, MemoryGraph
-from .judge import ContentJudge
+from .account_judge import AccountJudge
+from .backend import Item, MemoryGraph, Stored
 
 __all__ = ["ConsensusBackend"]
 
@@ -42,16 +44,20 @@ class ConsensusBackend:
         judge: Callable[[list[Any]], list[int | None]] | None = None,
         merging: bool = True,
         candidates: int = 8,
-        min_similarity: float = 0.4,
+        min_similarity: float = 0.3,
+        merge_policy: str = "keep_shorter",
     ) -> None:
         from agentsensus import Store  # the compiled engine, imported only when used
 
         self._Store = Store
         self.path = Path(path)
         self.dim = dim
-        self.judge = judge if judge is not None else ContentJudge()
+        self.judge = judge if judge is not None else AccountJudge()
         self.merging = merging
-        self._kw: dict[str, Any] = {"dim": dim, "judge": self.judge, "candidates": candidates, "min_similarity": min_similarity}
+        self.merge_policy = merge_policy
+        # sync=False: a simulation's store is scratch; a crash loses a run, not a user's data.
+        self._kw: dict[str, Any] = {"dim": dim, "judge": self.judge, "candidates": candidates,
+                                    "min_similarity": min_similarity, "merge_policy": merge_policy, "sync": False}
         self.stores: dict[str, Any] = {}
         self.seen: set[str] = set()  # every owner that deposited
         # The store creates its own directory, not missing parents.
@@ -65,17 +71,27 @@ class ConsensusBackend:
             self.stores[key] = self._Store(str(self.path / f"agent-{len(self.stores):04d}"), **self._kw)
         return self.stores[key]
 
-    def remember(self, items: Sequence[Item], round: int) -> None:
+    def _base(self, key: str) -> int:
+        # Ids of the per-agent stores (ablation) are made distinct by a shift per store.
+        return 0 if self.merging else list(self.stores).index(key) << _STORE_SHIFT
+
+    def remember(self, items: Sequence[Item], round: int) -> list[Stored]:
         """One ``deposit_many`` per round (per agent store in the ablation)."""
         self.seen.update(o for o, _, _ in items)
         if self.merging:
-            self.stores[""].deposit_many([(o, list(s), v) for o, s, v in items], round=round)
-            return
-        by_owner: dict[str, list[tuple[str, list[str], Any]]] = {}
-        for o, s, v in items:
-            by_owner.setdefault(o, []).append((o, list(s), v))
-        for o, batch in by_owner.items():
-            self._store(o).deposit_many(batch, round=round)
+            deps = self.stores[""].deposit_many([(o, list(s), v) for o, s, v in items], round=round)
+            return [([int(i) for i in d.ids], list(d.merged)) for d in deps]
+        by_owner: dict[str, list[int]] = {}
+        for n, (o, _, _) in enumerate(items):
+            by_owner.setdefault(o, []).append(n)
+        out: list[Stored] = [([], [])] * len(items)
+        for o, positions in by_owner.items():
+            store = self._store(o)
+            deps = store.deposit_many([(o, list(items[n][1]), items[n][2]) for n in positions], round=round)
+            base = self._base(o)
+            for n, d in zip(positions, deps):
+                out[n] = ([base + int(i) for i in d.ids], list(d.merged))
+        return out
 
     def recall(self, owner: str, query: npt.NDArray[np.float32], k: int = 5) -> list[Any]:
         """The store's owner-scoped recall, expansion on."""
@@ -113,6 +129,7 @@ class ConsensusBackend:
             for rid in sorted(ids):
                 mem = store.get(rid)
                 g.owners[base + rid] = frozenset(mem.owners)
+                g.rounds[base + rid] = int(mem.round)
                 for nb in store.neighbors(rid):
                     g.link(base + rid, base + int(nb))
         return g
@@ -123,6 +140,45 @@ class ConsensusBackend:
         for store in self.stores.values():
             out.extend(store.merges())
         return out
+
+    def fork(self, path: str | Path) -> "ConsensusBackend":
+        """A copy of this backend's stores at ``path``, to run on from the same state.
+
+        The stores are closed for the copy (so the files on disk are whole)
+        and reopened; the copy starts where this backend is.
+        """
+        keys = list(self.stores)
+        for store in self.stores.values():
+            store.close()
+        dest = Path(path)
+        if self.merging:
+            shutil.copytree(self.path, dest)
+        else:
+            dest.mkdir(parents=True, exist_ok=False)
+            for key in keys:
+                sub = f"agent-{keys.index(key):04d}"
+                shutil.copytree(self.path / sub, dest / sub)
+        self.stores = {k: self._Store(str(self._dir(k, keys)), **self._kw) for k in keys}
+        twin = ConsensusBackend.__new__(ConsensusBackend)
+        twin.__dict__.update({k: v for k, v in self.__dict__.items() if k not in ("stores", "seen", "path")})
+        twin.path, twin.seen = dest, set(self.seen)
+        try:  # a judge with state of its own (word weights) goes on from the same state, apart
+            twin.judge = copy.deepcopy(self.judge)
+        except Exception:  # noqa: BLE001 - a judge holding a client or a lock is shared
+            twin.judge = self.judge
+        twin._kw = dict(self._kw, judge=twin.judge)
+        twin.stores = {k: self._Store(str(twin._dir(k, keys)), **twin._kw) for k in keys}
+        return twin
+
+    def text_of(self, rid: int) -> str:
+        """The text of record ``rid`` (as :meth:`graph` numbers it)."""
+        if self.merging:
+            return str(self.stores[""].get(rid).text)
+        keys = list(self.stores)
+        return str(self.stores[keys[rid >> _STORE_SHIFT]].get(rid & ((1 << _STORE_SHIFT) - 1)).text)
+
+    def _dir(self, key: str, keys: list[str]) -> Path:
+        return self.path if self.merging else self.path / f"agent-{keys.index(key):04d}"
 
     def close(self) -> None:
         """Closes every store; calling it again does nothing."""

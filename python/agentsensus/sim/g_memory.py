@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .backend import Item, MemoryGraph, Recollection, owner_stats
+from .backend import Item, MemoryGraph, Recollection, Stored, owner_stats
 from .rows import VectorRows, top_k
 from .words import top_words
 
@@ -68,7 +68,8 @@ class GMemoryBackend:
         return self.owners[owner]
 
     def _link(self, a: int, b: int) -> None:
-        self.graph_.link(a, b)
+        # Trajectory and insight links point to evidence: no affiliation between statements.
+        self.graph_.point(a, b)
         self.adjacency.setdefault(a, set()).add(b)
         self.adjacency.setdefault(b, set()).add(a)
 
@@ -83,14 +84,17 @@ class GMemoryBackend:
             o.rounds.append(round)
             self.texts[i] = t
             self.graph_.owners[i] = frozenset((owner,))
+            self.graph_.rounds[i] = round
         return ids
 
-    def remember(self, items: Sequence[Item], round: int) -> None:
+    def remember(self, items: Sequence[Item], round: int) -> list[Stored]:
         """Add interaction rows; add an insight for every owner that is due."""
         touched: list[str] = []
+        out: list[Stored] = []
         for owner, statements, vectors in items:
             o = self._owner(owner)
             ids = self._append(o, owner, statements, vectors, round)
+            out.append((ids, [False] * len(ids)))
             for a, b in zip(ids, ids[1:]):
                 self._link(a, b)
             o.pending.extend(ids)
@@ -98,7 +102,7 @@ class GMemoryBackend:
                 touched.append(owner)
         due = [w for w in touched if len(self.owners[w].pending) >= self.insight_every]
         if not due:
-            return
+            return out
         texts = [self.insight([self.texts[i] for i in self.owners[w].pending]) for w in due]
         vectors = self.embed(texts)  # one batch for the round's insights
         for w, text, vec in zip(due, texts, vectors):
@@ -108,6 +112,7 @@ class GMemoryBackend:
                 self._link(node, row)
             o.pending = []
             self.insights += 1
+        return out
 
     def recall(self, owner: str, query: npt.NDArray[np.float32], k: int = 5) -> list[Recollection]:
         """Top ``k`` of the owner's rows and insights, then one hop along links."""

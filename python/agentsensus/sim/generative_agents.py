@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .backend import Item, MemoryGraph, Recollection, owner_stats
+from .backend import Item, MemoryGraph, Recollection, Stored, owner_stats
 from .rows import VectorRows, top_k
 from .words import content_words, top_words
 
@@ -106,19 +106,23 @@ class GenerativeAgentsBackend:
             s.importance.append(float(self.importance(t)))
             s.last_access.append(round)
             self.graph_.owners[i] = frozenset((owner,))
+            self.graph_.rounds[i] = round
         return ids
 
-    def remember(self, items: Sequence[Item], round: int) -> None:
+    def remember(self, items: Sequence[Item], round: int) -> list[Stored]:
         """Append each statement as an observation; reflect where due."""
         self.now = round
+        out: list[Stored] = []
         for owner, statements, vectors in items:
             s = self._stream(owner)
             start = len(s.ids)
-            self._append(s, owner, statements, vectors, round)
+            ids = self._append(s, owner, statements, vectors, round)
+            out.append((ids, [False] * len(ids)))
             s.since_reflection.extend(range(start, len(s.ids)))
             s.pending_importance += sum(s.importance[start:])
             if s.pending_importance >= self.reflection_threshold:
                 self._reflect(s, owner, round)
+        return out
 
     def _reflect(self, s: _Stream, owner: str, round: int) -> None:
         window = s.since_reflection[-30:]
@@ -130,7 +134,7 @@ class GenerativeAgentsBackend:
         ids = self._append(s, owner, texts, self.embed(texts), round)
         for new_id, (_, evidence) in zip(ids, insights):
             for e in evidence:
-                self.graph_.link(new_id, s.ids[window[e]])
+                self.graph_.point(new_id, s.ids[window[e]])  # evidence, not affiliation
         self.reflections += len(ids)
 
     def recall(self, owner: str, query: npt.NDArray[np.float32], k: int = 5) -> list[Recollection]:

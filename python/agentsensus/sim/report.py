@@ -52,8 +52,11 @@ class ReportData:
 
     agents: list[str] = field(default_factory=list)
     interactions: dict[tuple[str, str], int] = field(default_factory=dict)  # (speaker, listener) -> times
+    source_interactions: dict[tuple[str, str], int] = field(default_factory=dict)  # the play's own, round 0
     memory: MemoryGraph | None = None  # the consensus store's records and affiliation edges
     memory_backend: str = ""
+    texts: dict[int, str] = field(default_factory=dict)  # record id -> text (cluster labels)
+    appear: set[str] = field(default_factory=set)  # agents who appear
 
 
 def _name(b: str) -> str:

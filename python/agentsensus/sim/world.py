@@ -27,8 +27,11 @@ class Event:
 
     ``kind``: ``say``, ``enter``, ``exit`` or ``act``. ``actors`` did it
     (speakers, movers, the doer; empty for a sound), ``targets`` are its
-    addressees or objects. The world's ``seq`` identifies the event for the
-    simulation's own bookkeeping; no memory backend or judge ever sees it.
+    addressees or objects. ``when`` is the world's clock in words ("scene 3"
+    while the source is sedimented, "round 7" after), which accounts of moves
+    and acts state. The world's ``seq`` identifies the event for the
+    simulation's own bookkeeping (provenance); no memory backend or judge
+    ever sees it.
     """
 
     seq: int
@@ -40,6 +43,7 @@ class Event:
     targets: tuple[str, ...] = ()
     witnesses: tuple[str, ...] = ()
     aside: bool = False
+    when: str = ""
 
 
 @dataclass
@@ -59,6 +63,15 @@ class World:
         w = cls(name=name, places=list(places))
         for a in agents:
             w.agents[a] = Agent(a)
+        return w
+
+    def fork(self) -> "World":
+        """An independent copy to run on from here (events are immutable and shared)."""
+        w = World(self.name, list(self.places))
+        w.agents = {n: Agent(a.name, a.place, a.alive) for n, a in self.agents.items()}
+        w.events = list(self.events)
+        w.threads = {p: list(t) for p, t in self.threads.items()}
+        w._arrivals = {p: list(a) for p, a in self._arrivals.items()}
         return w
 
     def add_agent(self, name: str) -> Agent:

@@ -1,10 +1,13 @@
-"""How agents choose actions: the policy interface and the scripted replay.
+"""How agents choose actions: the policy interface, and the scripted replay
+that plays a source's events at round 0.
 
 A policy is asked once per round which sleeping agents it wakes
 (``begin_round``; ``None`` means the story is over), then once per awake agent
 for that agent's action (``decide``), from an :class:`AgentView`. Policies may
 also offer actions of the world itself (``world_actions``: a sound, a
-flourish) for the round.
+flourish) for the round. The default policy that acts from memory is
+:class:`~.memory_policy.MemoryPolicy`; the model-driven one is
+:class:`~.llm_policy.LLMPolicy`.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ class AgentView:
     place: str | None
     present: list[str]
     stm: ShortTermMemory
-    memories: list[str] = field(default_factory=list)
+    memories: list[str] = field(default_factory=list)  # what recall returned, best first
     unread: int = 0  # things said at its place since it last read the thread
+    places: list[str] = field(default_factory=list)  # every place of the world
 
 
 @runtime_checkable
@@ -46,7 +50,7 @@ class Policy(Protocol):
 
 
 class ScriptedPolicy:
-    """Replays a play: each round, every awake agent steps once.
+    """Replays a play (the source, sedimented at round 0): each round, every awake agent steps once.
 
     A round takes the script's next beats in order for as long as no agent
     would act twice (the round barrier), and never runs past a scene change.

