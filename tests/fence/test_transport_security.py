@@ -170,7 +170,26 @@ def test_a_replayed_request_is_refused(owner):
             assert _raw(server.port, "POST", "/v1/heads/alice", q, old) == (401, b"not authenticated")
         h3 = dict(h, **{auth.H_NONCE: n2.hex()})  # a well-dated one with a fresh nonce passes
         h3.update(auth.sign_request(auth.Keys(TOKEN), b"heads", "alice", n2, q))
+        n4 = secrets.token_bytes(auth.NONCE_BYTES)  # good headers, another body: refused
+        h4 = dict(h, **{auth.H_NONCE: n4.hex()}, **auth.sign_request(auth.Keys(TOKEN), b"heads", "alice", n4, q))
+        assert _raw(server.port, "POST", "/v1/heads/alice", _query("scope-doc"), h4) == (401, b"not authenticated")
         assert _raw(server.port, "POST", "/v1/heads/alice", q, h3)[0] == 200
+
+
+def test_a_client_without_the_token_is_refused_before_its_body_is_read(owner):
+    with HeadsServer(owner, "alice", token=TOKEN, body_timeout=60) as server:
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        try:
+            s.sendall(
+                f"POST /v1/heads/alice HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                f"Content-Type: application/octet-stream\r\n{auth.H_NONCE}: {'ab' * 16}\r\n"
+                f"{auth.H_TIME}: {int(time.time())}\r\n{auth.H_DIGEST}: {'00' * 32}\r\n{auth.H_MAC}: {'00' * 32}\r\n"
+                "Content-Length: 4000000\r\n\r\n".encode()
+            )
+            # answered (and closed) without waiting for the 4 MB that never come
+            assert s.recv(4096).startswith(b"HTTP/1.1 401")
+        finally:
+            s.close()
 
 
 def test_a_wrong_or_missing_token_is_refused_and_blocks_naming_the_owner(owner, planner):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hmac
 import ipaddress
 import os
 import re
@@ -209,6 +210,18 @@ class _LoopThread:
     def stop(self) -> None:
         if self.loop.is_closed():
             return
+
+        async def cancel_the_rest() -> None:
+            # Connections' tasks still pending would be destroyed with the loop.
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in rest:
+                t.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
+        try:
+            self.run(cancel_the_rest(), timeout=5)
+        except Exception:
+            pass  # stopping goes on: the loop is closed either way
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join()
         self.loop.close()
@@ -347,7 +360,10 @@ class HeadsServer:
             _refuse(400, f"the {auth.H_NONCE} header (32 hex digits) is missing or malformed")
         return nonce
 
-    def _authenticate(self, request: web.Request, op: bytes, owner: str, nonce: bytes, payload: bytes) -> None:
+    def _authenticate(self, request: web.Request, op: bytes, owner: str, nonce: bytes, digest: Optional[bytes]) -> None:
+        """With a token: the request's MAC, time and nonce, from its headers
+        alone (``digest``: of its payload; the body, unread yet, must match
+        it). A refusal closes the connection: an unread body stays unread."""
         if self._keys is None:
             return
         why = auth.verify_request(
@@ -356,19 +372,19 @@ class HeadsServer:
             op,
             owner,
             nonce,
-            payload,
+            digest,
             request.headers.get(auth.H_TIME),
             request.headers.get(auth.H_MAC),
         )
         if why == "full":
-            _refuse(503, "busy: too many requests in the replay window")
+            _refuse(503, "busy: too many requests in the replay window", close=True)
         if why is not None:  # unauthenticated or replayed: one answer for both
-            _refuse(401, _UNAUTHENTICATED)
+            _refuse(401, _UNAUTHENTICATED, close=True)
 
-    def _sealed(self, op: bytes, owner: str, nonce: bytes, payload: bytes, version: bytes, body: bytes) -> dict[str, str]:
+    def _sealed(self, op: bytes, owner: str, nonce: bytes, digest: bytes, version: bytes, body: bytes) -> dict[str, str]:
         if self._keys is None:
             return {}
-        return {auth.H_MAC: auth.answer_mac(self._keys, op, owner, nonce, payload, version, body).hex()}
+        return {auth.H_MAC: auth.answer_mac(self._keys, op, owner, nonce, digest, version, body).hex()}
 
     # -- handlers ------------------------------------------------------------------
 
@@ -400,6 +416,9 @@ class HeadsServer:
             _refuse(411, "Content-Length is required", close=True)
         if length > self.max_query_bytes:
             _refuse(413, f"the query is {length} bytes; the limit is {self.max_query_bytes}", close=True)
+        owner = request.match_info["owner"]
+        claimed = auth.parse_digest(request.headers.get(auth.H_DIGEST))
+        self._authenticate(request, _OP_HEADS, owner, nonce, claimed)
         if self._inflight >= self.max_concurrent:
             _refuse(503, "busy: too many queries at once", close=True)
         self._inflight += 1
@@ -411,21 +430,24 @@ class HeadsServer:
             n = _query_keys(query)
             if n is not None and n > self.max_keys:
                 _refuse(413, f"the query asks for {n} keys; the limit is {self.max_keys}")
-            owner = request.match_info["owner"]
             if len(query) > _HEAVY_BYTES:
                 assert self._worker is not None
                 loop = asyncio.get_running_loop()
                 answer, headers = await loop.run_in_executor(
-                    self._worker, self._answer_heads, request, owner, nonce, query
+                    self._worker, self._answer_heads, owner, nonce, query, claimed
                 )
             else:
-                answer, headers = self._answer_heads(request, owner, nonce, query)
+                answer, headers = self._answer_heads(owner, nonce, query, claimed)
         finally:
             self._inflight -= 1
         return web.Response(body=answer, content_type=_OCTET, headers=headers)
 
-    def _answer_heads(self, request: web.Request, owner: str, nonce: bytes, query: bytes) -> tuple[bytes, dict[str, str]]:
-        self._authenticate(request, _OP_HEADS, owner, nonce, query)
+    def _answer_heads(
+        self, owner: str, nonce: bytes, query: bytes, claimed: Optional[bytes]
+    ) -> tuple[bytes, dict[str, str]]:
+        digest = auth.digest(query)
+        if self._keys is not None and (claimed is None or not hmac.compare_digest(digest, claimed)):
+            _refuse(401, _UNAUTHENTICATED)  # the body is not the one the MAC was made for
         if owner not in self.owners:
             _refuse(404, _NOT_FOUND)
         try:
@@ -435,7 +457,7 @@ class HeadsServer:
             _refuse(400, str(e))
         except Error as e:
             _refuse(503, str(e))
-        return answer, self._sealed(_OP_HEADS, owner, nonce, query, b"", answer)
+        return answer, self._sealed(_OP_HEADS, owner, nonce, digest, b"", answer)
 
     def _value_checked(self, request: web.Request) -> web.Response:
         nonce = self._gate(request)
@@ -443,7 +465,8 @@ class HeadsServer:
             _refuse(400, "a value request has no body", close=True)
         owner = request.match_info["owner"]
         raw = request.query.get("key", "")
-        self._authenticate(request, _OP_VALUE, owner, nonce, auth.utf8(raw))
+        digest = auth.digest(auth.utf8(raw))
+        self._authenticate(request, _OP_VALUE, owner, nonce, digest)
         if owner not in self.owners:
             _refuse(404, _NOT_FOUND)
         try:
@@ -458,7 +481,7 @@ class HeadsServer:
         except KeyError:
             _refuse(404, _NOT_FOUND)
         v = str(version)
-        headers = {"X-Version": v, **self._sealed(_OP_VALUE, owner, nonce, auth.utf8(raw), v.encode(), value)}
+        headers = {"X-Version": v, **self._sealed(_OP_VALUE, owner, nonce, digest, v.encode(), value)}
         return web.Response(body=value, content_type=_OCTET, headers=headers)
 
     # -- lifecycle -----------------------------------------------------------------
@@ -469,9 +492,15 @@ class HeadsServer:
         # within keepalive_timeout of connecting or of its last answer,
         # however slowly it trickles bytes: that is the header timeout.
         # shutdown_timeout: stop() waits this long for requests in flight
-        # (a slow body among them), then cancels them.
+        # (a slow body among them), then cancels them. lingering_time=0: a
+        # body left unread by a refusal is not read to be thrown away (aiohttp
+        # would spend up to 10 s reading it); the connection is closed.
         self._runner = web.AppRunner(
-            self._app(), access_log=None, keepalive_timeout=self.header_timeout, shutdown_timeout=2.0
+            self._app(),
+            access_log=None,
+            keepalive_timeout=self.header_timeout,
+            shutdown_timeout=2.0,
+            lingering_time=0,
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
@@ -646,7 +675,7 @@ class HeadsClient:
         if keys is None:
             return
         header = r.headers.get(auth.H_MAC)
-        if not auth.answer_is_authentic(keys, op, owner, nonce, payload, version, body, header):
+        if not auth.answer_is_authentic(keys, op, owner, nonce, auth.digest(payload), version, body, header):
             why = "it carries no MAC" if not header else "its MAC does not match this request"
             raise AnswerNotAuthentic(
                 f"owner {owner!r} at {url} sent an answer that failed verification ({why}): "

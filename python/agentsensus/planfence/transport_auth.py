@@ -7,10 +7,14 @@ answer's (nor the reverse)::
     request key = HMAC-SHA256(token, "agentsensus-heads-v1 request")
     answer key  = HMAC-SHA256(token, "agentsensus-heads-v1 answer")
 
-Every request carries a fresh 16-byte client nonce, the client's clock and
-``HMAC(request key, op | owner | time | nonce | payload)``; every answer
-carries ``HMAC(answer key, op | owner | nonce | payload | version | answer)``.
-Fields are length-prefixed, so no two field lists make the same message. An
+Every request carries a fresh 16-byte client nonce, the client's clock, the
+SHA-256 ``digest`` of its payload (the query body, or the key asked for) and
+``HMAC(request key, op | owner | time | nonce | digest)``; every answer
+carries ``HMAC(answer key, op | owner | nonce | digest | version | answer)``.
+Fields are length-prefixed, so no two field lists make the same message.
+The request MAC leaves the body out (its digest stands for it) so that the
+server can refuse a request from a client without the token as soon as the
+headers are in, without reading a body of megabytes. An
 answer is therefore good for one request only: a server without the token
 cannot make one (spoofing, a squatter on the port), and a recorded one does
 not verify against a new nonce (replay). The server refuses a request whose
@@ -43,6 +47,7 @@ NONCE_BYTES = 16
 H_NONCE = "X-Agentsensus-Nonce"
 H_TIME = "X-Agentsensus-Time"
 H_MAC = "X-Agentsensus-Mac"
+H_DIGEST = "X-Agentsensus-Digest"
 _LABEL = b"agentsensus-heads-v1"
 
 Token = Union[str, bytes]
@@ -111,22 +116,35 @@ def utf8(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
 
 
+def digest(payload: bytes) -> bytes:
+    """The SHA-256 of a request's payload."""
+    return hashlib.sha256(payload).digest()
+
+
 def sign_request(
     keys: Keys, op: bytes, owner: str, nonce: bytes, payload: bytes, now: Optional[float] = None
 ) -> dict[str, str]:
     """The headers that authenticate one request (dated ``now``, default the clock)."""
     t = str(int(time.time() if now is None else now))
-    m = mac(keys.request, op, utf8(owner), t.encode(), nonce, payload)
-    return {H_TIME: t, H_MAC: m.hex()}
+    d = digest(payload)
+    m = mac(keys.request, op, utf8(owner), t.encode(), nonce, d)
+    return {H_TIME: t, H_DIGEST: d.hex(), H_MAC: m.hex()}
 
 
-def answer_mac(keys: Keys, op: bytes, owner: str, nonce: bytes, payload: bytes, version: bytes, body: bytes) -> bytes:
+def answer_mac(keys: Keys, op: bytes, owner: str, nonce: bytes, payload_digest: bytes, version: bytes, body: bytes) -> bytes:
     """The MAC that binds an answer to its request."""
-    return mac(keys.answer, op, utf8(owner), nonce, payload, version, body)
+    return mac(keys.answer, op, utf8(owner), nonce, payload_digest, version, body)
 
 
 def answer_is_authentic(
-    keys: Keys, op: bytes, owner: str, nonce: bytes, payload: bytes, version: bytes, body: bytes, header: Optional[str]
+    keys: Keys,
+    op: bytes,
+    owner: str,
+    nonce: bytes,
+    payload_digest: bytes,
+    version: bytes,
+    body: bytes,
+    header: Optional[str],
 ) -> bool:
     """Whether ``header`` is the answer MAC for this request (constant time)."""
     if not header:
@@ -135,7 +153,17 @@ def answer_is_authentic(
         got = bytes.fromhex(header)
     except ValueError:
         return False
-    return hmac.compare_digest(got, answer_mac(keys, op, owner, nonce, payload, version, body))
+    return hmac.compare_digest(got, answer_mac(keys, op, owner, nonce, payload_digest, version, body))
+
+
+def parse_digest(header: Optional[str]) -> Optional[bytes]:
+    """The payload digest of its header (64 hex digits), or ``None``."""
+    if header is None or len(header) != 64:
+        return None
+    try:
+        return bytes.fromhex(header)
+    except ValueError:
+        return None
 
 
 def parse_nonce(header: Optional[str]) -> Optional[bytes]:
@@ -178,18 +206,26 @@ class SeenNonces:
 
 
 def verify_request(
-    keys: Keys, seen: SeenNonces, op: bytes, owner: str, nonce: bytes, payload: bytes, t: Optional[str], m: Optional[str]
+    keys: Keys,
+    seen: SeenNonces,
+    op: bytes,
+    owner: str,
+    nonce: bytes,
+    payload_digest: Optional[bytes],
+    t: Optional[str],
+    m: Optional[str],
 ) -> Optional[str]:
-    """Checks one request's time, MAC and nonce; returns why it is refused
-    ("unauthenticated", "replayed", "full"), or ``None`` if it is good."""
-    if t is None or m is None or not t.isdigit() or len(t) > 12:
+    """Checks one request's time, MAC and nonce from its headers alone (the
+    body is checked against ``payload_digest`` once read); returns why it is
+    refused ("unauthenticated", "replayed", "full"), or ``None`` if it is good."""
+    if payload_digest is None or t is None or m is None or not t.isdigit() or len(t) > 12:
         return "unauthenticated"
     now = time.time()
     try:
         got = bytes.fromhex(m)
     except ValueError:
         return "unauthenticated"
-    want = mac(keys.request, op, utf8(owner), t.encode(), nonce, payload)
+    want = mac(keys.request, op, utf8(owner), t.encode(), nonce, payload_digest)
     if not hmac.compare_digest(got, want):
         return "unauthenticated"
     if abs(now - int(t)) > MAX_CLOCK_SKEW:
