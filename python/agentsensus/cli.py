@@ -181,9 +181,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .sim import cli_main  # resolved lazily by agentsensus.sim, so typed Any here
 
         return int(cli_main(argv[1:]))
+    if argv and argv[0] == "mcp":
+        from .integrations.mcp_server import main as mcp_main
+
+        return mcp_main(argv[1:])
     p = argparse.ArgumentParser(prog="agentsensus", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("simulate", help="run the story-world simulation and write a report")
+    sub.add_parser("mcp", help="serve a store over the Model Context Protocol (the mcp extra)")
     st = sub.add_parser("stats", help="print a store's counts")
     st.add_argument("path")
     st.add_argument("--json", action="store_true", help="print JSON")

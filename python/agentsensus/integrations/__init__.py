@@ -3,7 +3,11 @@
 - :mod:`agentsensus.integrations.langgraph`: ``ConsensusStore``, a LangGraph
   ``BaseStore`` (``pip install 'agentsensus[langgraph]'``);
 - :mod:`agentsensus.integrations.autogen`: ``ConsensusMemory``, an
-  ``autogen_core`` ``Memory`` (``pip install 'agentsensus[autogen]'``).
+  ``autogen_core`` ``Memory`` (``pip install 'agentsensus[autogen]'``);
+- :mod:`agentsensus.integrations.mcp_server`: ``agentsensus mcp PATH``, the
+  store as a Model Context Protocol server (``pip install 'agentsensus[mcp]'``).
 
-Importing this package imports neither framework.
+Beside them: :mod:`.judge_spec` (judges named by a spec string, for saved
+configs) and :mod:`.open_stores` (one open ``Store`` per path, shared by the
+adapters of a process). Importing this package imports no framework.
 """
