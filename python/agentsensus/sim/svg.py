@@ -113,8 +113,10 @@ def bar_chart(categories: Sequence[str], series: Mapping[str, Sequence[float | N
 def graph(pos: npt.NDArray[np.float64], edges: Sequence[tuple[int, int]], *, title: str,
           colors: Sequence[str], sizes: Sequence[float], labels: Sequence[str] | None = None,
           tips: Sequence[str] | None = None, edge_weights: Sequence[float] | None = None,
+          notes: Sequence[tuple[float, float, str, str]] = (), legend: Sequence[tuple[str, str]] = (),
           width: int = 720, height: int = 560) -> str:
-    """Nodes at ``pos`` (in [-1, 1]^2) joined by ``edges``."""
+    """Nodes at ``pos`` (in [-1, 1]^2) joined by ``edges``; ``notes`` are
+    (x, y, text, colour) labels placed at graph coordinates, ``legend`` (colour, text) rows."""
     padx, pady = (130, 30) if labels else (16, 16)  # room for the labels beside the nodes
 
     def sx(x: float) -> float:
@@ -139,6 +141,14 @@ def graph(pos: npt.NDArray[np.float64], edges: Sequence[tuple[int, int]], *, tit
             dx = sizes[i] + 4 if pos[i, 0] >= 0 else -sizes[i] - 4
             out.append(f'<text x="{sx(pos[i, 0]) + dx:.1f}" y="{sy(pos[i, 1]) + 4:.1f}" text-anchor="{anchor}">'
                        f"{escape(labels[i])}</text>")
+    for x, y, text, colour in notes:
+        tx, ty = min(max(sx(x), 8), width - 8), min(max(sy(y), 14), height - 6)
+        anchor = "start" if tx < width * 0.6 else "end"
+        out.append(f'<text x="{tx:.1f}" y="{ty:.1f}" text-anchor="{anchor}" font-size="11" fill="{colour}" '
+                   f'stroke="#fff" stroke-width="3" paint-order="stroke">{escape(text)}</text>')
+    for n, (colour, text) in enumerate(legend):
+        out.append(f'<circle cx="{12}" cy="{14 + 16 * n}" r="5" fill="{colour}"/>'
+                   f'<text x="22" y="{18 + 16 * n}" font-size="11">{escape(text)}</text>')
     out.append("</svg>")
     return "\n".join(out)
 
@@ -148,8 +158,20 @@ def heatmap(matrix: npt.NDArray[np.float64], labels: Sequence[str], *, title: st
     n = len(labels)
     left = top = 130
     size = left + n * cell + 90  # the slanted column labels run past the last column
-    out = _open(size, size, title)
+    out = _open(size + 70, size, title)
     vmax = float(matrix.max()) if n and matrix.max() > 0 else 1.0
+    # The colour scale: white (0) to blue (the largest count), square-root spaced.
+    sx0, sy0, sh = left + n * cell + 30, top, max(n * cell, 120)
+    for k in range(20):
+        t = k / 19
+        r, g, b = (int(255 + (c - 255) * t) for c in (8, 81, 156))
+        out.append(f'<rect x="{sx0}" y="{sy0 + sh * (1 - (k + 1) / 20):.1f}" width="14" height="{sh / 20 + 0.5:.1f}" '
+                   f'fill="rgb({r},{g},{b})"/>')
+    for frac in (0.0, 0.25, 1.0):
+        v = vmax * frac
+        y = sy0 + sh * (1 - math.sqrt(frac))
+        out.append(f'<text x="{sx0 + 18}" y="{y + 4:.1f}" font-size="11">{_fmt(v)}</text>')
+    out.append(f'<text x="{sx0}" y="{sy0 - 8}" font-size="11">records</text>')
     for i in range(n):
         y = top + i * cell
         out.append(f'<text x="{left - 6}" y="{y + cell * 0.7:.1f}" text-anchor="end">{escape(labels[i])}</text>')
