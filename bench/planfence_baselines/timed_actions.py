@@ -264,7 +264,9 @@ def run_sync(w: World, net: EmulatedNetwork, updates: list[tuple[float, str]],
     holders of the plans that depend on it; before each action the actor
     waits until every update of its plan's inputs issued before the action is
     synced, then replans if its replica moved past the plan's links (storing
-    the plan in the plan memory, acknowledged, through the same protocol)."""
+    the plan in the plan memory, acknowledged, through the same protocol).
+    The actor knows for free which updates are in flight (a real one would
+    have to learn it from the writers): that favours per-update sync."""
     _check_times(updates, actions)
     plan_key = w.plan
 

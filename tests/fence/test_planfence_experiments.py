@@ -24,7 +24,8 @@ def test_experiments_print_every_table(tmp_path):
     r = run_script(tmp_path, "--workflows", "2", "--actions", "4", "--rates", "0.5,8")
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    for heading in ("## (a)", "## (b)", "## (c)", "### (c) where the stall goes", "## (d)"):
+    for heading in ("## (a)", "## (b)", "## (c)", "### (c) where the stall goes", "### (c) the same run with one setting",
+                    "### (c) why the shape differs", "## (d)"):
         assert heading in out
     assert "| Planfence | 30/30 | 2/2 |" in out and "| freshness-only | 0/30 | 0/2 |" in out
     assert "per-update sync (acknowledged)" in out
@@ -36,6 +37,8 @@ def test_experiments_print_every_table(tmp_path):
             assert f"| {executor} | {rate} | " in out
     for setting in ("Link model:", "Value size:", "Holders:", "Plan size:"):
         assert setting in out
+    for variant in ("| as above |", "| 1 KiB values |", "| a 4-input plan |"):
+        assert variant in out
 
 
 def test_bad_rates_are_refused_in_one_line(tmp_path):
