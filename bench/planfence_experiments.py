@@ -21,6 +21,7 @@ import argparse
 import math
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -201,7 +202,10 @@ def experiment_c(root: str, rates: list[float], actions: int, seed: int, profile
     for r in rates:
         trace = update_trace(r, actions + 1.0, seed)
         pf = run_planfence(os.path.join(root, f"c{r}"), w, EmulatedNetwork(AGENTS, profile, seed), trace, times, seed)
-        old = run_planfence(os.path.join(root, f"c{r}-old"), w, EmulatedNetwork(AGENTS, profile, seed), trace, times, seed, replan="all")
+        old = run_planfence(os.path.join(root, f"c{r}-naive"), w, EmulatedNetwork(AGENTS, profile, seed), trace, times,
+                            seed, replan="all")
+        for d in (f"c{r}", f"c{r}-naive"):
+            shutil.rmtree(os.path.join(root, d))
         pu = run_sync(w, EmulatedNetwork(AGENTS, profile, seed), trace, times)
         for name, got in zip(runs, (pf, old, pu)):
             runs[name].append(got)
@@ -239,16 +243,18 @@ def experiment_c(root: str, rates: list[float], actions: int, seed: int, profile
     print(f"| setting | Planfence at {rates[0]:g} / {rates[-1]:g} updates/s | per-update sync at {rates[0]:g} / "
           f"{rates[-1]:g} updates/s | crossover |\n|---|---|---|---|")
     variants = {"as above": (m["Planfence"], m["per-update sync"])}
-    for name, change in VARIANTS.items():
-        v = lte_world(**change)
-        pf_v, pu_v = [], []
-        for r in rates:
-            trace = update_trace(r, actions + 1.0, seed)
-            root_v = os.path.join(root, f"c{r}-{len(variants)}")
-            pf_v.append(mean_ms(run_planfence(root_v, v, EmulatedNetwork(AGENTS, profile, seed), trace, times, seed)))
-            pu_v.append(mean_ms(run_sync(v, EmulatedNetwork(AGENTS, profile, seed), trace, times)))
-        variants[name] = (pf_v, pu_v)
-    for name, (pf_v, pu_v) in variants.items():
+    for name, change in [("as above", None), *VARIANTS.items()]:
+        if change is not None:
+            v = lte_world(**change)
+            pf_v, pu_v = [], []
+            for r in rates:
+                trace = update_trace(r, actions + 1.0, seed)
+                root_v = os.path.join(root, f"c{r}-{len(variants)}")
+                pf_v.append(mean_ms(run_planfence(root_v, v, EmulatedNetwork(AGENTS, profile, seed), trace, times, seed)))
+                pu_v.append(mean_ms(run_sync(v, EmulatedNetwork(AGENTS, profile, seed), trace, times)))
+                shutil.rmtree(root_v)
+            variants[name] = (pf_v, pu_v)
+        pf_v, pu_v = variants[name]
         print(f"| {name} | {pf_v[0]:.0f} / {pf_v[-1]:.0f} | {pu_v[0]:.0f} / {pu_v[-1]:.0f} | "
               f"{crossover(rates, pf_v, pu_v)} |", flush=True)
 

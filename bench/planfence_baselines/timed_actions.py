@@ -230,7 +230,9 @@ def run_planfence(root: str, w: World, net: EmulatedNetwork, updates: list[tuple
 
             try:
                 ex.plans.guard(w.plan, replan=do_replan, heads=heads)
-            except StalePlanError:
+            except StalePlanError as e:
+                if e.__cause__ is not None:  # the replan itself failed: a bug here, not a stale plan
+                    raise
                 a.blocked = True
             a.charge(heads.rounds[0].segments, "head", t0)
             end = heads.clock
