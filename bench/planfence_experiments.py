@@ -158,7 +158,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 def update_trace(rate: float, horizon: float, seed: int) -> list[tuple[float, str]]:
     """Poisson updates at ``rate`` per second, each to a key drawn uniformly."""
     rng = random.Random(f"{seed}:{rate}")
-    t, out = 0.0, []
+    t, out = 0.0, list[tuple[float, str]]()
     while True:
         t += rng.expovariate(rate)
         if t >= horizon:

@@ -82,7 +82,7 @@ class EmulatedNetwork:
         # shifts another pair's draws.
         self._rng = {(a, b): random.Random(f"{seed}:{a}->{b}") for a in agents for b in agents if a != b}
         self.now = 0.0
-        self._events: list[tuple[float, int, Callable[[], None]]] = []
+        self._events: list[tuple[float, int, Callable[[], object]]] = []
         self._seq = itertools.count()
 
     def delay(self, src: str, dst: str) -> float:
@@ -94,7 +94,7 @@ class EmulatedNetwork:
 
     # -- events ---------------------------------------------------------------
 
-    def at(self, t: float, fn: Callable[[], None]) -> None:
+    def at(self, t: float, fn: Callable[[], object]) -> None:
         """Runs ``fn`` at virtual time ``t`` (not before the current event)."""
         heapq.heappush(self._events, (max(t, self.now), next(self._seq), fn))
 
@@ -125,7 +125,7 @@ class EmulatedNetwork:
         src: str,
         dst: str,
         payload_bytes: int,
-        on_arrive: Optional[Callable[[Message], None]] = None,
+        on_arrive: Optional[Callable[[Message], object]] = None,
         after: Optional[Message] = None,
     ) -> Message:
         """Sends ``payload_bytes`` (plus framing) from ``src`` at ``t``. The

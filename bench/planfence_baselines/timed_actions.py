@@ -25,6 +25,7 @@ import math
 import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Mapping, TypeVar
 
 from agentsensus import StalePlanError
@@ -125,7 +126,7 @@ class _TimedHeads:
             self.net.send(self.net.now, owner, self.actor, len(a), on_arrive=arrived.append, after=m)
 
         for owner, q in queries.items():
-            self.net.send(self.clock, self.actor, owner, len(q), on_arrive=lambda m, o=owner, q=q: answer(m, o, q))
+            self.net.send(self.clock, self.actor, owner, len(q), on_arrive=partial(answer, owner=owner, q=q))
         self.net.run_until(lambda: len(arrived) == len(queries))
         last = max(arrived, key=lambda m: m.arrive or 0.0)
         self.clock = last.arrive or self.clock
@@ -159,7 +160,7 @@ def _fetch(net: EmulatedNetwork, ex: PlanfenceExecutor, w: World, owners: _Owner
         arrived.append(r)
 
     for keys in groups:
-        net.send(t, w.actor, w.owner[keys[0]], sum(len(k) + 8 for k in keys), on_arrive=lambda m, ks=keys: serve(m, ks))
+        net.send(t, w.actor, w.owner[keys[0]], sum(len(k) + 8 for k in keys), on_arrive=partial(serve, keys=keys))
     net.run_until(lambda: len(arrived) == len(groups))
     return max(arrived, key=lambda m: m.arrive or 0.0), got
 
@@ -194,8 +195,11 @@ def run_planfence(root: str, w: World, net: EmulatedNetwork, updates: list[tuple
         for k, o in w.owner.items():
             ex.publish(o, k, rng.randbytes(w.value_bytes))
         ex.derive(w.planner, w.plan, b"plan", {k: ex.read(w.planner, k)[0] for k in w.plan_inputs})
+        def publish(key: str) -> None:
+            owners.run(ex.publish, w.owner[key], key, rng.randbytes(w.value_bytes))
+
         for t, k in updates:  # owners write locally: nothing crosses a link
-            net.at(t, lambda k=k: owners.run(ex.publish, w.owner[k], k, rng.randbytes(w.value_bytes)))
+            net.at(t, partial(publish, k))
         for t0 in actions:
             if net.now > t0:  # the stall is measured from t0: the actor must be free by then
                 raise ValueError(f"the action at {t0:g} s starts before the one before it ended ({net.now:g} s)")
