@@ -282,3 +282,29 @@ def test_inside_a_langgraph_graph(lg: ConsensusStore) -> None:
     assert a["recalled"] == [GHOST] and b["recalled"] == [GHOST]
     assert lg.store.stats().shared == 1
     assert np.isfinite([h.score for h in lg.search(("memories",), query="ghost")]).all()
+
+
+def test_adapters_on_one_path_share_one_open_store(tmp_path: Any) -> None:
+    """A store opens once per process: a second ConsensusStore, or an AutoGen
+    memory, on the same path shares the open one; the last close closes it."""
+    from agentsensus.integrations.autogen import ConsensusMemory
+
+    path = os.fspath(tmp_path / "s")
+    a = ConsensusStore(path, index={"embed": embedders.hash, "fields": ["text"]})
+    b = ConsensusStore(path, index={"embed": embedders.hash, "fields": ["text"]})
+    memory = ConsensusMemory(path, "memories.hamlet")
+    assert a.store is b.store is memory.store
+    a.put(HAMLET, "g", {"text": GHOST})
+    got = b.get(HAMLET, "g")
+    assert got is not None and got.value == {"text": GHOST}
+    assert [r.content for r in asyncio.run(memory.query("ghost")).results] == [GHOST]
+    a.close()
+    a.close()  # again: nothing, and b still holds the store
+    assert not b.store.closed
+    b.close()
+    assert not memory.store.closed
+    asyncio.run(memory.close())
+    assert memory.store.closed
+    with pytest.raises(ValueError, match="already open in this process with dim"):
+        with ConsensusStore(path, index={"embed": embedders.hash}):
+            ConsensusStore(path, index={"dims": 8, "embed": lambda texts: [[0.0] * 8 for _ in texts]})

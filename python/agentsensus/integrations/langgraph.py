@@ -55,6 +55,7 @@ from langgraph.store.base.embed import AEmbeddingsFunc, EmbeddingsFunc
 from .. import embedders
 from ..records import Deposit
 from ..store import Store
+from . import open_stores
 from .langgraph_items import ItemRow, ItemTable, join_namespace
 
 __all__ = ["ConsensusStore", "ConsensusIndexConfig", "ArrayEmbeddingsFunc"]
@@ -101,8 +102,9 @@ class ConsensusStore(BaseStore):
     :class:`~agentsensus.Store`.
 
     ``store``: an open ``Store`` (it stays the caller's to close) or a path
-    (opened here with ``index["dims"]`` and ``store_options``, closed by
-    :meth:`close`). ``index``: LangGraph's ``IndexConfig``
+    (opened here with ``index["dims"]`` and ``store_options``, or shared with
+    the adapters already open on it in this process; :meth:`close` lets go
+    of it, and the last one closes it). ``index``: LangGraph's ``IndexConfig``
     (:class:`ConsensusIndexConfig`); ``embed`` is a LangChain ``Embeddings``,
     a (sync or async) function ``list[str] -> vectors``, or an agentsensus
     embedder (its ``.dim`` stands in for ``dims``); ``fields`` defaults to
@@ -148,6 +150,7 @@ class ConsensusStore(BaseStore):
                 raise ValueError(f"index dims={dims} does not match the store's dim={store.dim}")
             if metric is not None and store.metric != metric:
                 raise ValueError(f"distance_type={distance!r} needs metric {metric!r}; the store's is {store.metric!r}")
+            open_stores.lend(store)
             self.store, self._owns_store = store, False
         else:
             if metric is not None:
@@ -157,20 +160,25 @@ class ConsensusStore(BaseStore):
                 # needs a dim: the default embedder's, so it can be indexed later.
                 dims = embedders.hash.dim
             store_options.setdefault("dim", dims)
-            self.store, self._owns_store = Store(store, **store_options), True
+            # Shared with the other adapters on this path in this process (the
+            # engine opens a store once per process); released by close().
+            self.store, self._owns_store = open_stores.acquire(store, store_options)
         self._owner: OwnerOf = owner or join_namespace
         try:
             self.items = ItemTable(items_path or os.path.join(self.store.path, "langgraph.sqlite3"))
         except BaseException:
             if self._owns_store:
-                self.store.close()
+                open_stores.release(self.store)
             raise
 
     def close(self) -> None:
-        """Closes the item file, and the store when it was opened here."""
+        """Closes the item file, and lets go of the store when it was opened
+        here by path (the last adapter on that path closes it). Calling it
+        again does nothing."""
         self.items.close()
         if self._owns_store:
-            self.store.close()
+            self._owns_store = False
+            open_stores.release(self.store)
 
     def __enter__(self) -> "ConsensusStore":
         return self
