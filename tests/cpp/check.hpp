@@ -62,24 +62,24 @@ inline int run_all() {
 
 #define CHECK_CAT2(a, b) a##b
 #define CHECK_CAT(a, b) CHECK_CAT2(a, b)
-#define TEST(name)                                                   \
-    static void name();                                              \
+#define TEST(name)                                                    \
+    static void name();                                               \
     static ::check::Register CHECK_CAT(register_, name)(#name, name); \
     static void name()
-#define CHECK(cond)                                                      \
-    do {                                                                 \
+#define CHECK(cond)                                                         \
+    do {                                                                    \
         if (!(cond)) ::check::fail(__FILE__, __LINE__, "CHECK(" #cond ")"); \
     } while (0)
 #define CHECK_EQ(a, b) ::check::check_eq((a), (b), #a, #b, __FILE__, __LINE__)
 // The statement must throw an exception of type E.
-#define CHECK_THROWS(E, stmt)                                                          \
-    do {                                                                               \
-        bool thrown_ = false;                                                          \
-        try {                                                                          \
-            stmt;                                                                      \
-        } catch (const E&) {                                                           \
-            thrown_ = true;                                                            \
-        }                                                                              \
+#define CHECK_THROWS(E, stmt)                                                        \
+    do {                                                                             \
+        bool thrown_ = false;                                                        \
+        try {                                                                        \
+            stmt;                                                                    \
+        } catch (const E&) {                                                         \
+            thrown_ = true;                                                          \
+        }                                                                            \
         if (!thrown_) ::check::fail(__FILE__, __LINE__, #stmt " did not throw " #E); \
     } while (0)
 

@@ -148,9 +148,10 @@ TEST(scope_reaching_a_node_a_second_time_walks_it_again) {
         g.derive(scoped, "o2", {{"mid", 1}});
         g.derive("top", "o3", {{"mid", 1}, {scoped, 1}});
         Scope s{scoped};
-        CHECK_EQ(join(g.frontier("top", &s)),
-                 std::string("base@1/o1 ") + (std::string(scoped) < "mid" ? std::string(scoped) + "@1/o2* mid@1/o2*"
-                                                                           : "mid@1/o2* " + std::string(scoped) + "@1/o2*"));
+        CHECK_EQ(
+            join(g.frontier("top", &s)),
+            std::string("base@1/o1 ") + (std::string(scoped) < "mid" ? std::string(scoped) + "@1/o2* mid@1/o2*"
+                                                                     : "mid@1/o2* " + std::string(scoped) + "@1/o2*"));
     }
 }
 

@@ -85,10 +85,10 @@ TEST(query_decoder_refuses_malformed) {
     std::vector<HeadQuery> out;
     std::string good = encode_query({{"plan/a", 3}, {"plan/b", 4}});
     CHECK(decode_query(good, out, 2));
-    CHECK(!decode_query("", out, 2));                                 // empty
-    CHECK(!decode_query(bytes({0x02, 0x00}), out, 2));                // another codec version
-    CHECK(!decode_query(good, out, 1));                               // more entries than allowed
-    CHECK(!decode_query(good + "x", out, 2));                         // trailing bytes
+    CHECK(!decode_query("", out, 2));                   // empty
+    CHECK(!decode_query(bytes({0x02, 0x00}), out, 2));  // another codec version
+    CHECK(!decode_query(good, out, 1));                 // more entries than allowed
+    CHECK(!decode_query(good + "x", out, 2));           // trailing bytes
     for (size_t n = 1; n < good.size(); ++n) CHECK(!decode_query(good.substr(0, n), out, 2));  // every truncation
     // The first key cannot share bytes with a previous one.
     CHECK(!decode_query(bytes({0x01, 0x01, 0x01, 0x00, 0x00}), out, 1));

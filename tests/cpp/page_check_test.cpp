@@ -115,7 +115,8 @@ TEST(a_page_that_names_another_number) {
     uint64_t root = f.main_root();
     set_at<uint64_t>(f.bytes, f.page(root), root + 1000);
     auto p = f.check(false);
-    CHECK(has(p, "data.mdb: main tree page " + std::to_string(root) + " says it is page " + std::to_string(root + 1000)));
+    CHECK(
+        has(p, "data.mdb: main tree page " + std::to_string(root) + " says it is page " + std::to_string(root + 1000)));
 }
 
 TEST(a_header_whose_bounds_cross) {
