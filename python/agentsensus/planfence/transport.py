@@ -7,8 +7,9 @@ owner, an answer that fails verification) is reported per owner and blocks
 the action with a reason naming the owner: an unreachable or unproven owner
 never lets a stale plan through.
 
-Wire: ``POST /v1/heads/{owner}`` with the encoded head query (see
-``cpp/heads_codec.hpp``) as an ``application/octet-stream`` body; the answer
+Wire: ``POST /v1/heads/{owner}`` with the encoded head query (the engine's
+heads codec: sorted, front-coded keys and varints) as an
+``application/octet-stream`` body; the answer
 is the encoded reply. ``GET /v1/value/{owner}?key=K`` returns the head value
 of ``K`` with its version in the ``X-Version`` header (what a replan fetches).
 Every request carries an ``X-Agentsensus-Nonce`` header.
@@ -445,9 +446,11 @@ class HeadsServer:
     def _answer_heads(
         self, owner: str, nonce: bytes, query: bytes, claimed: Optional[bytes]
     ) -> tuple[bytes, dict[str, str]]:
-        digest = auth.digest(query)
-        if self._keys is not None and (claimed is None or not hmac.compare_digest(digest, claimed)):
-            _refuse(401, _UNAUTHENTICATED)  # the body is not the one the MAC was made for
+        digest = b""
+        if self._keys is not None:
+            digest = auth.digest(query)
+            if claimed is None or not hmac.compare_digest(digest, claimed):
+                _refuse(401, _UNAUTHENTICATED)  # the body is not the one the MAC was made for
         if owner not in self.owners:
             _refuse(404, _NOT_FOUND)
         try:
