@@ -38,7 +38,9 @@ def judge_spec(judge: Any) -> str:
         m = _THRESHOLD.fullmatch(getattr(judge, "__name__", ""))
         if m:
             return f"threshold:{float(m.group('x'))!r}"
-    if type(judge).__name__ == "LLMJudge" and type(judge).__module__.startswith("agentsensus."):
+    from ..llm.judge import LLMJudge  # imports no openai until a client is made
+
+    if isinstance(judge, LLMJudge):
         changed = [k for k, v in _LLM_DEFAULTS.items() if getattr(judge, k, v) != v]
         client = judge.client
         changed += [f"client.{k}" for k, v in _CLIENT_DEFAULTS.items() if getattr(client, k, v) != v]
