@@ -86,7 +86,7 @@ class MemoryPolicy:
     """Deterministic, seeded agents that act from memory (module docstring)."""
 
     def __init__(self, seed: int = 0, *, talk: float = 0.8, act: float = 0.08, wander: float = 0.12,
-                 restless: float = 0.5) -> None:
+                 restless: float = 0.3) -> None:
         self.seed = int(seed)
         self.talk, self.act, self.wander, self.restless = talk, act, wander, restless
         self.world: World | None = None
@@ -116,6 +116,12 @@ class MemoryPolicy:
         fresh.sort(key=lambda f: (_recency(f[1]), -f[0]), reverse=True)
         if view.unread >= 3 and rng.random() < 0.3:
             return Action("read_thread", agent)
+        news = bool(fresh) and _recency(fresh[0][1])[0] == 2
+        # Its news told here (or none to tell), an agent often moves on to find new listeners.
+        if view.present and fresh and not news and view.places and rng.random() < self.restless:
+            dest = self._destination(view, rng)
+            if dest is not None:
+                return Action("move", agent, place=dest, order=_MOVE_ORDER + view.places.index(dest))
         if view.present and fresh:
             i, m, line = fresh[0]
             named = [p for p in view.present if p in m]

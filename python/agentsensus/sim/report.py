@@ -160,9 +160,10 @@ def _memory_figure(g: MemoryGraph, texts: dict[int, str], limit: int = 300) -> t
         # A cluster is named by its most-owned member's text and that member's owners.
         top = max(members, key=lambda i: (len(g.owners[ids[i]]), -ids[i]))
         owners = sorted(g.owners[ids[top]])
-        who = ", ".join(owners[:3]) + (f" +{len(owners) - 3}" if len(owners) > 3 else "")
+        who = ", ".join(owners[:2]) + (f" +{len(owners) - 2}" if len(owners) > 2 else "")
         cx, cy = pos[members].mean(axis=0)
-        notes.append((float(cx), float(cy), f"{_short(texts.get(ids[top], '?'))} ({who})", colors[members[0]]))
+        notes.append((float(cx), float(cy), f"\u201c{_short(texts.get(ids[top], '?'), 30)}\u201d {who}",
+                      colors[members[0]]))
     fig = svg.graph(pos, edges, title="Memory-affiliation graph", colors=colors, sizes=sizes, tips=tips, notes=notes)
     return fig, len(ids), len(set(labels))
 
@@ -203,8 +204,9 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
     p.append(f"<h1>Four memories, one world: {escape(metrics['world'])}</h1>")
     p.append(
         f"<p>The whole play sedimented at round 0 ({_cell(metrics.get('source_events'))} events, every witness "
-        f"depositing its own account), then {metrics['rounds']} rounds in which {_cell(metrics.get('agents'))} "
-        f"agents act from what they recall ({_cell(metrics.get('events'))} new events in the first backend's run). "
+        f"depositing its own account), then {metrics['rounds']} rounds in which the play's survivors act from "
+        f"what they recall ({_cell(metrics.get('events'))} new events in the first backend's run; "
+        f"{_cell(metrics.get('agents'))} agents appear). "
         f"Every backend received the same source statements; after round 0 each backend's recall steers its own "
         f"story.</p>")
     p.append("<p class='settings'>" + " · ".join(
@@ -302,7 +304,7 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
     if owners_top:
         p.append("<div class='fig'>" + svg.bar_chart(
             owners_top, {_name(b): [m["owned"].get(a, 0) for a in owners_top] for b, m in backends.items()},
-            title="Memories each agent owns", xlabel="agent", ylabel="records owned") + "</div>")
+            title="Memories each agent owns", xlabel="agent", ylabel="records owned", slant=True) + "</div>")
 
     # Latency.
     p.append("<h2>Latency</h2>")

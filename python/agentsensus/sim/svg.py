@@ -51,7 +51,8 @@ def _legend(names: Sequence[str], x: float, y: float) -> list[str]:
     return out
 
 
-def _axes(left: float, top: float, pw: float, ph: float, ymax: float, xlabel: str, ylabel: str) -> list[str]:
+def _axes(left: float, top: float, pw: float, ph: float, ymax: float, xlabel: str, ylabel: str,
+          bottom: float = 50) -> list[str]:
     out = [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>',
            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>']
     for i in range(5):
@@ -59,7 +60,7 @@ def _axes(left: float, top: float, pw: float, ph: float, ymax: float, xlabel: st
         y = top + ph - ph * i / 4
         out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
-    out.append(f'<text x="{left + pw / 2}" y="{top + ph + 36}" text-anchor="middle">{escape(xlabel)}</text>')
+    out.append(f'<text x="{left + pw / 2}" y="{top + ph + bottom - 14}" text-anchor="middle">{escape(xlabel)}</text>')
     out.append(f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" text-anchor="middle">{escape(ylabel)}</text>')
     return out
 
@@ -85,18 +86,25 @@ def line_chart(series: Mapping[str, Sequence[float]], *, title: str, xlabel: str
 
 
 def bar_chart(categories: Sequence[str], series: Mapping[str, Sequence[float | None]], *, title: str,
-              xlabel: str, ylabel: str, width: int = 720, height: int = 360) -> str:
-    """Grouped bars: one group per category, one bar per series (``None``: no bar)."""
-    left, top, right, bottom = 70, 20, 200, 50  # right: room for the longest legend label
+              xlabel: str, ylabel: str, width: int = 720, height: int = 360, slant: bool = False) -> str:
+    """Grouped bars: one group per category, one bar per series (``None``: no bar).
+    ``slant`` writes the category labels at an angle (long names)."""
+    left, top, right, bottom = 70, 20, 200, (120 if slant else 50)  # right: room for the longest legend label
+    height += bottom - 50
     pw, ph = width - left - right, height - top - bottom
     vals = [v for vs in series.values() for v in vs if v is not None]
     ymax = _nice_max(max(vals, default=1))
-    out = _open(width, height, title) + _axes(left, top, pw, ph, ymax, xlabel, ylabel)
+    out = _open(width, height, title) + _axes(left, top, pw, ph, ymax, xlabel, ylabel, bottom)
     groups = max(len(categories), 1)
     gw = pw / groups
     bw = gw * 0.8 / max(len(series), 1)
     for g, cat in enumerate(categories):
-        out.append(f'<text x="{left + gw * (g + 0.5):.1f}" y="{top + ph + 16}" text-anchor="middle">{escape(cat)}</text>')
+        x = left + gw * (g + 0.5)
+        if slant:
+            out.append(f'<text transform="translate({x:.1f} {top + ph + 12}) rotate(-40)" text-anchor="end">'
+                       f"{escape(cat)}</text>")
+        else:
+            out.append(f'<text x="{x:.1f}" y="{top + ph + 16}" text-anchor="middle">{escape(cat)}</text>')
         for s, (name, vs) in enumerate(series.items()):
             v = vs[g] if g < len(vs) else None
             if v is None:
@@ -142,8 +150,9 @@ def graph(pos: npt.NDArray[np.float64], edges: Sequence[tuple[int, int]], *, tit
             out.append(f'<text x="{sx(pos[i, 0]) + dx:.1f}" y="{sy(pos[i, 1]) + 4:.1f}" text-anchor="{anchor}">'
                        f"{escape(labels[i])}</text>")
     for x, y, text, colour in notes:
-        tx, ty = min(max(sx(x), 8), width - 8), min(max(sy(y), 14), height - 6)
-        anchor = "start" if tx < width * 0.6 else "end"
+        # Centred, and kept far enough from the edges that a label of ~50 characters fits.
+        tx, ty = min(max(sx(x), width * 0.3), width * 0.7), min(max(sy(y), 14), height - 6)
+        anchor = "middle"
         out.append(f'<text x="{tx:.1f}" y="{ty:.1f}" text-anchor="{anchor}" font-size="11" fill="{colour}" '
                    f'stroke="#fff" stroke-width="3" paint-order="stroke">{escape(text)}</text>')
     for n, (colour, text) in enumerate(legend):
@@ -171,7 +180,7 @@ def heatmap(matrix: npt.NDArray[np.float64], labels: Sequence[str], *, title: st
         v = vmax * frac
         y = sy0 + sh * (1 - math.sqrt(frac))
         out.append(f'<text x="{sx0 + 18}" y="{y + 4:.1f}" font-size="11">{_fmt(v)}</text>')
-    out.append(f'<text x="{sx0}" y="{sy0 - 8}" font-size="11">records</text>')
+    out.append(f'<text x="{sx0}" y="{sy0 - 22}" font-size="11">records</text>')
     for i in range(n):
         y = top + i * cell
         out.append(f'<text x="{left - 6}" y="{y + cell * 0.7:.1f}" text-anchor="end">{escape(labels[i])}</text>')
