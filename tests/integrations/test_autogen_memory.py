@@ -201,3 +201,16 @@ def test_loading_while_the_original_is_open_shares_its_store(tmp_path: Any) -> N
                 ConsensusMemory(path, "Hamlet", min_similarity=0.1)
 
     asyncio.run(run())
+
+
+def test_a_relative_path_is_released_after_a_chdir(tmp_path: Any, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    mem = ConsensusMemory("relative", "Hamlet")
+    twin = ConsensusMemory(os.fspath(tmp_path / "relative"), "Horatio")  # the same store by its absolute path
+    assert twin.store is mem.store
+    monkeypatch.chdir(tmp_path.parent)  # "relative" now names another directory
+    asyncio.run(twin.close())
+    asyncio.run(mem.close())
+    assert mem.store.closed
+    with Store(os.fspath(tmp_path / "relative")) as store:  # released: it opens again in this process
+        assert store.stats().records == 0

@@ -62,10 +62,12 @@ def acquire(path: "str | os.PathLike[str]", options: Mapping[str, Any]) -> tuple
 def release(store: Store) -> None:
     """One user of an acquired store lets go; the last one closes it."""
     with _lock:
-        key = key_of(store.path)
-        held = _opened.get(key)
-        if held is None or held[0] is not store:
+        # Found by identity: the path may resolve elsewhere by now (a relative
+        # path after a chdir).
+        key = next((k for k, (s, _) in _opened.items() if s is store), None)
+        if key is None:
             return
+        held = _opened[key]
         if held[1] > 1:
             _opened[key] = (store, held[1] - 1)
             return
