@@ -1,28 +1,34 @@
 """Planfence heads transport under abuse, and the cost of its MAC.
 
-    python bench/transport_abuse.py [--checks N]
+    python bench/transport_abuse.py [--checks N] [--rounds R]
 
-An owner's heads server runs as its own process (``python -m
-agentsensus.planfence.transport``, the installed package, default limits).
-A planner in this process checks a plan over 8 of the owner's keys, N times
-in a row, timing each check. Scenarios, each measured in this run:
+Two heads servers for one owner run as their own processes (``python -m
+agentsensus.planfence.transport``, the installed package, default limits),
+one open, one with ``--token-file``. A planner in this process checks a
+plan over 8 of the owner's keys, timing each check. An abuser process runs
+8 abusive clients at once: 4 send head queries at the key cap (65,536 keys
+of 100 bytes, about 6.6 MB each) back to back, and 4 each hold 25
+connections that trickle header bytes (slow loris). Scenarios:
 
-- idle: nothing else talks to the server (open and token servers, both up,
-  measured in alternating rounds);
-- abuse: a second process runs 8 abusive clients at once: 4 send head queries
-  at the key cap (65,536 keys of 100 bytes, about 6.6 MB each) back to back,
-  4 each hold 25 connections that trickle header bytes (slow loris);
-- with a token, the abusers either lack it (outsiders: their queries are
-  read, then refused) or hold it (a faulty insider: every query is answered).
+- open: abuse: the open server; every huge query is read and answered
+  (and the same with only the 4 huge-query clients, or only the 4 slow ones);
+- token: abuse, outsiders: the token server, abusers without the token
+  (refused from their headers, bodies never read);
+- token: abuse, insiders: the token server, abusers holding the token (a
+  faulty planner: every huge query is answered).
 
-The table gives each scenario's median and p99 check latency, the ratio of
-the median to idle (same mode), checks that were not current (blocked),
-and what the abusers got done. Then the MAC's own CPU cost per check (sign
-the request, verify it, seal the answer, verify it; 8-key query) timed in
-this process, beside the median idle check it adds to.
+Each scenario alternates R rounds with the abusers switched off (idle) and
+on (abused), N checks of each in all, so drift on the shared machine falls
+on both alike; the table gives medians, p99s, their ratio, checks that were
+not current (idle/abused), the CPU the server and the abuser processes
+used during the abused checks (100% is one core), and what the abusers got.
+Last, open and token
+checks idle, alternating check by check (the MAC's cost on the wire), and the
+MAC's own CPU per check (sign and verify the request, seal and verify the
+answer; 8 keys), timed in this process.
 
 Only 127.0.0.1 is used. The machine is shared with other work: read the
-ratios, which are taken within one run, rather than absolute times.
+ratios, taken within one run, rather than absolute times.
 """
 
 from __future__ import annotations
@@ -63,12 +69,14 @@ def _huge_query() -> bytes:
     return bytes(_core.Lineage.encode_query([(k, 1) for k in keys]))
 
 
-def _abuse(port: int, token: Optional[str]) -> None:
-    """Runs the 8 abusive clients until stdin closes (or the deadline)."""
+def _abuse(port: int, token: Optional[str], kind: str) -> None:
+    """Runs the 8 abusive clients while switched on: stdin lines ``on`` and
+    ``off`` switch them (``off`` also closes every slow connection); EOF, or
+    the deadline, ends them."""
     from agentsensus.planfence import transport_auth as auth
 
-    stop = threading.Event()
-    counts = {"answered": 0, "refused": 0, "errors": 0, "slow_dropped": 0}
+    stop, active = threading.Event(), threading.Event()
+    counts = {"answered": 0, "refused": 0, "reset": 0, "slow_dropped": 0}
     lock = threading.Lock()
     query = _huge_query()
     keys = auth.Keys(token) if token else None
@@ -78,9 +86,15 @@ def _abuse(port: int, token: Optional[str]) -> None:
         with lock:
             counts[what] += 1
 
+    def running() -> bool:
+        while not stop.is_set() and time.monotonic() < end:
+            if active.wait(0.2):
+                return True
+        return False
+
     def huge() -> None:
         c: Optional[http.client.HTTPConnection] = None
-        while not stop.is_set() and time.monotonic() < end:
+        while running():
             try:
                 if c is None:
                     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -96,7 +110,7 @@ def _abuse(port: int, token: Optional[str]) -> None:
                     c.close()
                     c = None
             except (OSError, http.client.HTTPException):
-                count("errors")
+                count("reset")  # what a refusal that closes looks like mid-send
                 if c is not None:
                     c.close()
                 c = None
@@ -105,13 +119,18 @@ def _abuse(port: int, token: Optional[str]) -> None:
     def slow() -> None:
         socks: list[socket.socket] = []
         while not stop.is_set() and time.monotonic() < end:
+            if not active.is_set():
+                for s in socks:
+                    s.close()
+                socks.clear()
+                active.wait(0.2)
+                continue
             while len(socks) < SLOW_PER_CLIENT:
                 try:
                     s = socket.create_connection(("127.0.0.1", port), timeout=5)
                     s.sendall(b"POST /v1/heads/alice HTTP/1.1\r\nHost: 127.0.0.1\r\n")
                     socks.append(s)
                 except OSError:
-                    count("errors")
                     break
             for s in list(socks):
                 try:
@@ -124,12 +143,14 @@ def _abuse(port: int, token: Optional[str]) -> None:
         for s in socks:
             s.close()
 
-    threads = [threading.Thread(target=huge, daemon=True) for _ in range(4)]
-    threads += [threading.Thread(target=slow, daemon=True) for _ in range(4)]
+    threads = [threading.Thread(target=huge, daemon=True) for _ in range(4 if kind in ("both", "huge") else 0)]
+    threads += [threading.Thread(target=slow, daemon=True) for _ in range(4 if kind in ("both", "slow") else 0)]
     for t in threads:
         t.start()
-    print("abusing", flush=True)
-    sys.stdin.read()  # the parent closes stdin to end the abuse
+    print("ready", flush=True)
+    for line in sys.stdin:
+        (active.set if line.strip() == "on" else active.clear)()
+        print("ok", flush=True)
     stop.set()
     for t in threads:
         t.join(60)
@@ -162,16 +183,29 @@ class Server:
 
 
 class Abusers:
-    def __init__(self, port: int, token: Optional[str]) -> None:
-        args = [sys.executable, os.path.abspath(__file__), "--abuse", str(port)]
+    """The abuser process, switched on and off between rounds."""
+
+    def __init__(self, port: int, token: Optional[str], kind: str) -> None:
+        args = [sys.executable, os.path.abspath(__file__), "--abuse", str(port), "--kind", kind]
         if token:
             args += ["--token", token]
         self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline() if self.p.stdout else ""
-        if line.strip() != "abusing":
+        if self._line() != "ready":
             self.stop()
-            raise SystemExit(f"the abusers did not start: {line!r}")
-        time.sleep(2.0)  # let every abuser reach its steady state
+            raise SystemExit("the abusers did not start")
+
+    def _line(self) -> str:
+        return (self.p.stdout.readline() if self.p.stdout else "").strip()
+
+    def switch(self, on: bool) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.write("on\n" if on else "off\n")
+        self.p.stdin.flush()
+        self._line()
+        if on:
+            time.sleep(1.5)  # every abuser at work: slow connections open, huge queries in flight
+        else:
+            time.sleep(0.5)  # the last huge query drains
 
     def stop(self) -> str:
         assert self.p.stdin is not None and self.p.stdout is not None
@@ -183,16 +217,23 @@ class Abusers:
             self.p.kill()
             self.p.wait()
             out = "(killed)"
-        return out.strip()
+        return out.strip().splitlines()[-1] if out.strip() else ""
 
 
-def measure(store, client, n: int) -> tuple[list[float], int]:  # type: ignore[no-untyped-def]
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(store, client, n: int, warm: int = 5) -> tuple[list[float], int]:  # type: ignore[no-untyped-def]
     times, blocked = [], 0
-    for i in range(n + 10):
+    for i in range(n + warm):
         t0 = time.perf_counter()
         c = store.fence.check("plan", heads=client)
         dt = time.perf_counter() - t0
-        if i >= 10:  # the first ten warm the connection
+        if i >= warm:  # the first ones warm the connection
             times.append(dt)
             blocked += not c.current
     return times, blocked
@@ -222,18 +263,20 @@ def mac_cost(rounds: int = 20000) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checks", type=int, default=300, help="timed checks per scenario")
+    ap.add_argument("--checks", type=int, default=300, help="timed checks per scenario and state")
+    ap.add_argument("--rounds", type=int, default=6, help="idle/abused alternations per scenario")
     ap.add_argument("--abuse", type=int, metavar="PORT", help=argparse.SUPPRESS)
     ap.add_argument("--token", help=argparse.SUPPRESS)
+    ap.add_argument("--kind", default="both", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.abuse is not None:
-        _abuse(a.abuse, a.token)
+        _abuse(a.abuse, a.token, a.kind)
         return 0
 
     from agentsensus import Store
     from agentsensus.planfence.transport import HeadsClient
 
-    rows: list[tuple[str, list[float], int, str]] = []
+    rows: list[tuple[str, list[float], list[float], list[int], str]] = []
     with tempfile.TemporaryDirectory(prefix="transport-abuse-") as d:
         owner_path = os.path.join(d, "alice")
         with Store(owner_path, dim=4) as s:
@@ -254,32 +297,49 @@ def main() -> int:
                     version, value = clients["token"].fetch("alice", f"input-{i}")
                     planner.fence.observe(f"input-{i}", "alice", version, value)
                 planner.fence.derive("plan", "planner", "p", {f"input-{i}": 1 for i in range(8)})
-                # Idle: both modes in alternating rounds, so drift on the shared
-                # machine falls on both alike.
-                print(f"measuring idle, open and token alternating ({a.checks} checks each) ...", flush=True)
-                idle_times: dict[str, list[float]] = {"open": [], "token": []}
-                idle_blocked = {"open": 0, "token": 0}
-                rounds = 6
-                for r in range(rounds):
-                    for mode in (("open", "token") if r % 2 == 0 else ("token", "open")):
-                        t, b = measure(planner, clients[mode], a.checks // rounds)
-                        idle_times[mode] += t
-                        idle_blocked[mode] += b
-                for mode in ("open", "token"):
-                    rows.append((f"{mode}: idle", idle_times[mode], idle_blocked[mode], ""))
-                for mode, name, abuser_token in (
-                    ("open", "abuse", None),
-                    ("token", "abuse, outsiders", None),
-                    ("token", "abuse, insiders", TOKEN),
+                # Each scenario alternates rounds without and with its abusers,
+                # so drift on the shared machine falls on both alike.
+                for mode, name, abuser_token, kind in (
+                    ("open", "abuse", None, "both"),
+                    ("open", "huge queries only", None, "huge"),
+                    ("open", "slow conns only", None, "slow"),
+                    ("token", "abuse, outsiders", None, "both"),
+                    ("token", "abuse, insiders", TOKEN, "both"),
                 ):
                     label = f"{mode}: {name}"
-                    print(f"measuring {label} ({a.checks} checks) ...", flush=True)
-                    abusers = Abusers(servers[mode].port, abuser_token)
+                    print(f"measuring {label}: {a.rounds} rounds of {a.checks // a.rounds} checks idle, then abused ...",
+                          flush=True)
+                    abusers = Abusers(servers[mode].port, abuser_token, kind)
+                    idle_t: list[float] = []
+                    abused_t: list[float] = []
+                    blocked = [0, 0]
+                    # CPU the server and the abusers burn while abused checks run
+                    busy, wall = [0.0, 0.0], 0.0
+                    pids = (servers[mode].p.pid, abusers.p.pid)
                     try:
-                        times, blocked = measure(planner, clients[mode], a.checks)
+                        for _ in range(a.rounds):
+                            for on, into in ((False, idle_t), (True, abused_t)):
+                                abusers.switch(on)
+                                c0, w0 = [cpu_seconds(p) for p in pids], time.perf_counter()
+                                t, b = measure(planner, clients[mode], a.checks // a.rounds)
+                                if on:
+                                    wall += time.perf_counter() - w0
+                                    busy = [x + cpu_seconds(p) - y for x, p, y in zip(busy, pids, c0)]
+                                into += t
+                                blocked[on] += b
+                        abusers.switch(False)
                     finally:
                         note = abusers.stop()
-                    rows.append((label, times, blocked, note))
+                    note = f"server CPU {busy[0] / wall:.0%}, abusers CPU {busy[1] / wall:.0%}; {note}"
+                    rows.append((label, idle_t, abused_t, blocked, note))
+                # The MAC's cost on the wire: open and token idle, alternating.
+                print("measuring idle checks, open and token alternating check by check ...", flush=True)
+                idle: dict[str, list[float]] = {"open": [], "token": []}
+                for mode in ("open", "token"):
+                    measure(planner, clients[mode], 0)  # warm
+                for i in range(2 * a.checks):
+                    mode = ("open", "token")[i % 2]
+                    idle[mode] += measure(planner, clients[mode], 1, warm=0)[0]
                 for c in clients.values():
                     c.close()
             finally:
@@ -288,21 +348,20 @@ def main() -> int:
 
     cost = mac_cost()
     print()
-    print(f"{'scenario':<24} {'median ms':>10} {'p99 ms':>9} {'x idle':>7} {'blocked':>8}  abusers")
-    idle: dict[str, float] = {}
-    for label, times, blocked, note in rows:
-        med = statistics.median(times)
-        mode = label.split(":")[0]
-        idle.setdefault(mode, med)
+    print(f"{'scenario':<26} {'idle median':>11} {'abused median':>13} {'x':>6} {'idle p99':>9} {'abused p99':>10} "
+          f"{'blocked':>8}  abusers got")
+    for label, idle_t, abused_t, blocked, note in rows:
+        mi, ma = statistics.median(idle_t), statistics.median(abused_t)
         print(
-            f"{label:<24} {med * 1e3:>10.2f} {percentile(times, 0.99) * 1e3:>9.2f} "
-            f"{med / idle[mode]:>7.2f} {blocked:>8}  {note}"
+            f"{label:<26} {mi * 1e3:>8.2f} ms {ma * 1e3:>10.2f} ms {ma / mi:>6.2f} {percentile(idle_t, 0.99) * 1e3:>6.2f} ms "
+            f"{percentile(abused_t, 0.99) * 1e3:>7.2f} ms {blocked[0]:>3}/{blocked[1]:<4}  {note}"
         )
     print()
-    med_open, med_token = idle["open"], idle["token"]
-    print(f"MAC CPU per check (sign + verify request, seal + verify answer): {cost * 1e6:.1f} us")
-    print(f"idle check median: open {med_open * 1e3:.2f} ms, token {med_token * 1e3:.2f} ms "
-          f"(ratio {med_token / med_open:.2f}); MAC CPU is {cost / med_open * 100:.1f}% of the open median")
+    mo, mt = statistics.median(idle["open"]), statistics.median(idle["token"])
+    print(f"idle check median over {len(idle['open'])} checks each: open {mo * 1e3:.2f} ms, token {mt * 1e3:.2f} ms, "
+          f"ratio {mt / mo:.2f}")
+    print(f"MAC CPU per check (sign + verify the request, seal + verify the answer, 8 keys): {cost * 1e6:.1f} us, "
+          f"{cost / mo * 100:.1f}% of the open median")
     return 0
 
 
