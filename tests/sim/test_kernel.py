@@ -114,6 +114,6 @@ def test_barrier_orders_and_groups_actions() -> None:
     assert [e.kind for e in events] == ["enter", "say"] and events[0].when == "round 1"
     assert events[0].actors == ("A", "C")  # one joint entrance
     assert set(events[1].witnesses) == {"A", "B", "C"}  # B appeared by speaking
-    assert results["B"] == "Second thing said here."
+    assert results["B"] == "heard by A, C"  # a speaker learns who heard it
     ev, res = apply_actions(w, [Action("observe", "A"), Action("read_thread", "C")], 2)
     assert ev == [] and "B" in res["A"] and "Second thing" in res["C"]

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 
 from .world import Event, World
 
-__all__ = ["SOCIETY_ACTIONS", "Action", "apply_actions"]
+__all__ = ["SOCIETY_ACTIONS", "Action", "apply_actions", "HEARD_BY"]
 
 SOCIETY_ACTIONS = ("say", "read_thread", "observe", "move", "act_on", "ponder")
 _WORD = re.compile(r"\w")
+#: How a say's result names its listeners (the speaker's cache entry reads "say <text> -> heard by A, B").
+HEARD_BY = "heard by "
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,12 @@ def apply_actions(world: World, actions: list[Action], round: int,
         if event is not None:
             events.append(world.record(event))
             for actor in event.actors:
-                results[actor] = event.text
+                if event.kind == "say":
+                    # What a speaker learns is who heard it: its short-term memory of what it told whom.
+                    heard = [w for w in event.witnesses if w not in event.actors]
+                    results[actor] = HEARD_BY + ", ".join(heard) if heard else "nobody heard"
+                else:
+                    results[actor] = event.text
     return events, results
 
 

@@ -5,15 +5,16 @@ in mind (the kernel asks its backend with the last thing it heard, else its
 goal, else its place). It then picks one of the six actions:
 
 - ``say``: when someone is with it and recall returned a memory it has not
-  told lately, it retells that memory (its core, with its time; "I" becomes
-  its own name) to whoever the memory names, else to someone present. News
-  goes first: of the memories recalled, the most recent by the time it names. "Told
-  lately" is what its short-term cache still holds, so the cache policy
-  (fifo, relevance, hybrid) changes what it says next.
+  yet told everyone present (a newcomer has not heard it), it retells that
+  memory (its core, with its time; "I" becomes its own name) to whoever the
+  memory names, else to someone present. News goes first: of the memories
+  recalled, the most recent by the time it names. What it told whom is what
+  its short-term cache still holds (a say's entry names who heard it), so
+  the cache policy (fifo, relevance, hybrid) changes what it says next.
 - ``act_on``: now and then, it takes aside someone a memory names who is
   present, about what the memory concerns.
-- ``move``: when alone, often when it has nothing left to tell where it is,
-  and now and then otherwise, it goes to a place its memories mention (else
+- ``move``: when alone, often when it has no news left to tell here, and
+  now and then otherwise, it goes to a place its memories mention (else
   another place of the world), where others may not have heard its news.
 - ``read_thread``: when much was said where it is since it last read.
 - ``ponder``: when it has nothing to tell, it asks its memory about what it
@@ -34,7 +35,7 @@ import zlib
 from functools import lru_cache
 
 from .accounts import has_words, in_sentence
-from .actions import Action
+from .actions import HEARD_BY, Action
 from .agent_policy import AgentView
 from .wording import TIME, read
 from .words import content_words
@@ -57,7 +58,8 @@ def retell(memory: str, me: str) -> str:
     r = read(memory)
     core = r.core.strip()
     if r.quoted:
-        inner = TIME.sub("", _QUOTED.search(memory).group(0).strip('"')).strip(" ,")
+        q = _QUOTED.search(memory)
+        inner = TIME.sub("", q.group(0).strip('"')).strip(" ,") if q else ""
         # A retold report names its first speaker inside the quotation: that one said it.
         frame = inner.split(": ", 1)[0] if ": " in inner.rstrip(": ") else \
             TIME.sub("", _QUOTED.sub(" ", memory)).strip(" ,.:")
@@ -105,12 +107,19 @@ class MemoryPolicy:
     def decide(self, agent: str, view: AgentView) -> Action:
         """One action for ``agent`` from its view (see the module docstring)."""
         rng = self._rng(agent, view.round)
-        told = {e.action[4:] for e in view.stm.cache.entries if e.action.startswith("say ")}
+        # What it told whom, as far as its short-term cache still holds.
+        told: dict[str, set[str]] = {}
+        for e in view.stm.cache.entries:
+            if e.action.startswith("say "):
+                who = e.result[len(HEARD_BY):].split(", ") if e.result.startswith(HEARD_BY) else []
+                told.setdefault(e.action[4:], set()).update(who)
         heard = set(view.stm.heard)
+        company = set(view.present)
         fresh = []
         for i, m in enumerate(view.memories):
             line = retell(m, agent)
-            if has_words(line) and line not in told and line not in heard:
+            # Worth telling when someone here has not heard it from this agent (a newcomer, say).
+            if has_words(line) and line not in heard and not (line in told and company <= told[line]):
                 fresh.append((i, m, line))
         # News first: the most recent thing recalled (by the time it names) is told before old lore.
         fresh.sort(key=lambda f: (_recency(f[1]), -f[0]), reverse=True)
@@ -138,9 +147,9 @@ class MemoryPolicy:
             if dest is not None:
                 return Action("move", agent, place=dest, order=_MOVE_ORDER + view.places.index(dest))
         if not fresh:
-            topic = view.stm.heard[-1] if view.stm.heard else view.stm.goals.peek()
-            if topic:
-                return Action("ponder", agent, f"What do I know about this: {read(topic).core}")
+            question = view.stm.heard[-1] if view.stm.heard else view.stm.goals.peek()
+            if question:
+                return Action("ponder", agent, f"What do I know about this: {read(question).core}")
         return Action("observe", agent)
 
     def _destination(self, view: AgentView, rng: random.Random) -> str | None:
