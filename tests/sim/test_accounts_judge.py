@@ -112,3 +112,12 @@ def test_judge_answers_none_or_a_candidate(statement, candidates) -> None:  # ty
     assert got is None or got in {x.id for x in c}
     if c and " ".join(statement) == c[0].text:
         assert got is not None  # identical text is always the same fact
+
+
+def test_with_a_sentence_model_high_scores_admit_paraphrases() -> None:
+    para = [NS(id=10, text='In scene 1, Hamlet told me: "The spirit strolls along the battlements."', score=0.93)]
+    statement = 'In scene 1, I told Horatio: "The ghost walks along the platform."'
+    assert AccountJudge().choose(statement, para) is None  # one shared word is too little for words alone
+    assert AccountJudge(use_scores=True).choose(statement, para) == 10
+    para[0].score = 0.5
+    assert AccountJudge(use_scores=True).choose(statement, para) is None
