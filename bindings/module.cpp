@@ -162,6 +162,13 @@ PYBIND11_MODULE(_core, m) {
              })
         .def("stats", &Engine::stats)
         .def("merges", &Engine::merges)
+        .def("checkpoint",
+             [](Engine& e) {
+                 auto u = e.use();
+                 Store& st = *u;
+                 py::gil_scoped_release nogil;
+                 return st.checkpoint();
+             })
         .def("close", &Engine::close);
 
     m.def(

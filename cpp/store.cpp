@@ -320,6 +320,29 @@ void Store::sync_index() {
     catch_up_locked(t.get());
 }
 
+uint64_t Store::checkpoint() {
+    check_open();
+    if (env_->readonly()) throw Error("the store at " + dir_ + " is open read-only");
+    // Exclusive: the saved file must be one state of the index, caught up to
+    // a known journal seq (searches wait for the save).
+    std::unique_lock<std::shared_mutex> lock(index_mu_);
+    {
+        ReadTxn t(*env_);
+        catch_up_locked(t.get());
+    }
+    if (!index_saved_valid_ || applied_seq_ != saved_seq_) {
+        IndexHeader h{};
+        std::memcpy(h.store_uuid, uuid_, 16);
+        h.journal_seq = applied_seq_;
+        h.dim = dim_;
+        h.metric = static_cast<uint32_t>(metric_);
+        index_->save(dir_ + kIndexFile, h);  // unlike close(), a failed save is reported
+        saved_seq_ = applied_seq_;
+        index_saved_valid_ = true;
+    }
+    return saved_seq_;
+}
+
 void Store::close() {
     if (!env_) return;
     {

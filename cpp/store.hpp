@@ -177,6 +177,9 @@ public:
     // text digest) pairs for the exact-duplicate index. Needs exclusive use.
     void repair(const std::vector<std::pair<uint64_t, std::string>>& digests);
 
+    // Catches the index up to the journal and saves it with that journal seq
+    // (returned), so a later open replays only the entries after it.
+    uint64_t checkpoint();
     // Saves the index if it changed; the store is unusable afterwards.
     void close();
     bool closed() const { return env_ == nullptr; }

@@ -152,6 +152,8 @@ class Engine:
         """(next_id, next_merge, deposits)."""
     def owner_names(self) -> list[str]:
         """Every owner name the store has seen, in first-seen order."""
+    def checkpoint(self) -> int:
+        """Catches the index up and saves it with that journal seq (returned)."""
     def close(self) -> None: ...
 
 def compact(path: str) -> tuple[int, int]:

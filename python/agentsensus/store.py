@@ -153,6 +153,17 @@ class Store:
         if engine is not None:
             engine.close()  # waits for calls in flight in other threads
 
+    def checkpoint(self) -> int:
+        """Saves the index, caught up to the journal, with the journal position
+        it reflects, and returns that position. A later open (after a crash
+        too) replays only the journal entries after it; without a checkpoint
+        since the last ``close``, a crashed store's next open replays every
+        entry since that close. The store stays open; searches wait for the
+        save. ``Error`` on a read-only store."""
+        if self.readonly:
+            raise Error(f"the store at {self.path} is open read-only")
+        return int(self._handles().engine.checkpoint())
+
     def __enter__(self) -> "Store":
         return self
 
