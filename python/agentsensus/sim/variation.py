@@ -13,9 +13,11 @@ every run and on every backend, whatever else happens):
 - **a wrong or missing name**: now and then a witness names the wrong person
   present, or says "someone".
 
-``strength`` scales every probability: 0 words every account the same way
-(the first frame, the exact words), 1 is the most varied. The default, 0.5,
-changes at least one word in most statements of any length.
+``strength`` scales every probability: 0 gives each perspective its first
+frame and every witness the exact words, 1 is the most varied. At the
+default, 0.5, the frames vary and about a third of the quoted statements
+differ from the words spoken (Hamlet: 29%, and 37% of those of eight words
+or more).
 """
 
 from __future__ import annotations
