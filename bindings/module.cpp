@@ -2,8 +2,8 @@
 // the mapping of engine exceptions to Python ones. No logic lives here.
 #include <pybind11/native_enum.h>
 
-#include "engine.hpp"
 #include "compact.hpp"
+#include "engine.hpp"
 #include "page_check.hpp"
 
 using namespace agentsensus_py;
@@ -93,13 +93,10 @@ PYBIND11_MODULE(_core, m) {
                  py::gil_scoped_release nogil;
                  return st.owned(owner);
              })
-        .def("forget",
-             [](Engine& e, const std::string& owner, uint64_t id) {
-                 auto u = e.use();
-                 Store& st = *u;
-                 py::gil_scoped_release nogil;
-                 st.forget(owner, id);
-             })
+        .def("forget", &Engine::forget, py::arg("owner"), py::arg("id"), py::arg("expected_text"),
+             py::arg("expected_rows"), py::arg("expected_last"), py::arg("text"), py::arg("vector_from"),
+             py::arg("digests"))
+        .def("said", &Engine::said, py::arg("id"))
         .def("records",
              [](Engine& e, uint64_t after, size_t limit) {
                  auto u = e.use();

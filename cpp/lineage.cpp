@@ -8,18 +8,18 @@
 #include "bytes.hpp"
 #include "errors.hpp"
 #include "limits.hpp"
+#include "schema.hpp"
 
 namespace agentsensus {
 
 namespace {
 
-// Tables. Keys of lin_versions and lin_values: Be32 key id + Be64 version,
-// so one key's versions sit together in version order.
-constexpr const char* kKeys = "lin_keys";          // key name -> KeyRec
-constexpr const char* kOwners = "lin_owners";      // 'n'+name -> u32 id; 'i'+Be32 id -> name
-constexpr const char* kVersions = "lin_versions";  // (key, version) -> VersionRec
-constexpr const char* kValues = "lin_values";      // (key, version) -> value bytes
-constexpr const char* kMeta = "lin_meta";          // counters
+// Tables: their keys, values and invariants are mapped in schema.hpp.
+constexpr const char* kKeys = kLineageKeysTable.name;          // key name -> KeyRec
+constexpr const char* kOwners = kLineageOwnersTable.name;      // 'n'+name -> u32 id; 'i'+Be32 id -> name
+constexpr const char* kVersions = kLineageVersionsTable.name;  // (key, version) -> VersionRec
+constexpr const char* kValues = kLineageValuesTable.name;      // (key, version) -> value bytes
+constexpr const char* kMeta = kLineageMetaTable.name;          // counters
 
 // VersionRec: digest[16] kind:u8 n:u32, then n inputs of
 // owner:u32 version:u64 digest[16] derived:u8 name_len:u16 name.
@@ -246,7 +246,7 @@ uint64_t Lineage::next_counter(MDB_txn* txn, const char* name) {
 
 uint32_t Lineage::ensure_owner(MDB_txn* txn, std::string_view owner) {
     if (auto id = owner_id(txn, owner)) return *id;
-    uint64_t next = next_counter(txn, "next_owner");
+    uint64_t next = next_counter(txn, kLineageNextOwner.name);
     if (next > UINT32_MAX) throw Error("too many lineage owners");
     uint32_t id = static_cast<uint32_t>(next);
     std::string k = "n";
@@ -311,7 +311,7 @@ uint64_t Lineage::apply_one(MDB_txn* txn, const LineageOp& op) {
             throw InvalidArgument("key " + quoted(op.key) + " is owned by " + quoted(owner_name(txn, r.owner)) +
                                   ", not " + quoted(op.owner));
     } else {
-        uint64_t id = next_counter(txn, "next_key");
+        uint64_t id = next_counter(txn, kLineageNextKey.name);
         if (id > UINT32_MAX) throw Error("too many lineage keys");
         r = KeyRec{static_cast<uint32_t>(id), owner, 0};
     }
@@ -806,7 +806,7 @@ std::vector<std::string> Lineage::verify() {
         }
         return load<uint64_t>(v.mv_data);
     };
-    const uint64_t next_key = counter("next_key"), next_owner = counter("next_owner");
+    const uint64_t next_key = counter(kLineageNextKey.name), next_owner = counter(kLineageNextOwner.name);
 
     // Owners: names and ids in both directions.
     std::unordered_map<uint32_t, std::string> owners;
