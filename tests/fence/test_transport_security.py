@@ -480,3 +480,12 @@ def test_tls_and_mutual_tls(certs, owner, planner):
                 assert not c3.current and all("'alice'" in s.reason for s in c3.stale)
     with pytest.raises(ValueError, match="not https"):
         HeadsClient({"alice": "http://127.0.0.1:1"}, ssl_context=client_ssl_context(p("ca.pem")))
+
+
+def test_owner_names_that_need_quoting_in_a_url_are_served_and_signed(tmp_path):
+    with Store(os.fspath(tmp_path / "s"), dim=4) as s:
+        for owner in ("team a/b", "zoë?#%"):
+            s.fence.publish(f"k {owner}", owner, "v")
+            with HeadsServer(s, owner, token=TOKEN) as server, HeadsClient({owner: server.url}, token=TOKEN) as c:
+                assert c(owner, [f"k {owner}"]) == {f"k {owner}": 1}
+                assert c.fetch(owner, f"k {owner}") == (1, b"v")
