@@ -246,6 +246,7 @@ def test_browser_shaped_requests_are_refused(owner):
         assert _raw(p, "POST", "/v1/heads/alice", q, ok)[0] == 200
         for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
             assert _raw(p, "POST", "/v1/heads/alice", q, {"Content-Type": ctype, **_nonce()})[0] == 415
+        assert _raw(p, "POST", "/v1/heads/alice", q, _nonce())[0] == 415  # no Content-Type at all
         assert _raw(p, "POST", "/v1/heads/alice", q, {"Content-Type": "application/octet-stream"})[0] == 400
         assert _raw(p, "GET", "/v1/value/alice?key=req")[0] == 400  # no nonce header: a page's plain GET
         assert _raw(p, "POST", "/v1/heads/alice", q, dict(ok, Origin="http://evil.example"))[0] == 403

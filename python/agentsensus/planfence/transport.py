@@ -410,7 +410,8 @@ class HeadsServer:
 
     async def _heads_checked(self, request: web.Request) -> web.Response:
         nonce = self._gate(request)
-        if request.content_type != _OCTET:
+        # aiohttp reads a missing Content-Type as octet-stream: require the header.
+        if "Content-Type" not in request.headers or request.content_type != _OCTET:
             _refuse(415, f"the body must be {_OCTET}")
         length = request.content_length
         if length is None:
