@@ -25,7 +25,11 @@
 
 namespace agentsensus {
 
-constexpr uint32_t kSchemaVersion = 1;
+// 2 added the said table (forget needs whose words are whose). A store of
+// schema 1 is still read, and a writable open upgrades its meta schema; its
+// records have no said rows (see kSaidTable).
+constexpr uint32_t kSchemaVersion = 2;
+constexpr uint32_t kOldestSchemaVersion = 1;
 
 // A named LMDB table and the flags it is opened with.
 struct TableSpec {
@@ -41,7 +45,7 @@ constexpr unsigned kDupFixed = MDB_DUPSORT | MDB_DUPFIXED;
 // ------------------------------------------------------------ store tables
 //
 // Primary tables (repair keeps them): records, vectors, owners, owner names,
-// edges, merges. Derived tables (repair rebuilds them from the primary ones):
+// edges, merges, said. Derived tables (repair rebuilds them from the primary ones):
 // owned, owners-by-name, rmerges, norms, rnorms, journal, hist.
 //
 // The owner tables keep their first names, "agents" and "agent_names", from
@@ -77,6 +81,15 @@ constexpr TableSpec kEdgesTable{"edges", kDupFixedInt};
 // every seq is below next_merge, names a live survivor and is indexed in
 // rmerges under it; every rmerges entry names a merge of that survivor.
 constexpr TableSpec kMergesTable{"merges", 0};
+// [Be64 record id][Be64 n] -> a statement (encode_said): every statement
+// that ended in the record, as its owner deposited it, so that forget knows
+// whose words are whose. Row n = 0 is the statement whose vector the record
+// keeps (its creator's, until the creator forgets); its vector lives in
+// vectors, not here. The others are keyed by the first merge seq of their
+// merge and carry their own vector. I12: every row belongs to a live record,
+// names an owner of it, and the record has row 0; row-0-less records are
+// those written by schema 1, which have no rows at all.
+constexpr TableSpec kSaidTable{"said", 0};
 // Be64 survivor record id -> dup Be64 merge seq: a record's merge-log
 // entries (forget deletes them with the record).
 constexpr TableSpec kMergesBySurvivorTable{"rmerges", kDupFixed};
@@ -156,7 +169,7 @@ inline bool decode_record(const MDB_val& v, RecordHeader& h, std::string_view& t
 // Everything the in-memory index and allow-sets derive from, in commit
 // order, so any process can catch up from any point. An entry is
 // [u8 op][u64 record][u32 owner] (13 bytes, native, unaligned); owner is 0
-// for kDel.
+// for kDel and in the kAdd entries a repair writes.
 
 enum Op : uint8_t {
     kAdd = 1,     // a record was created (its vector is indexed), owned by owner
@@ -226,6 +239,52 @@ inline bool decode_merge(const MDB_val& v, MergeEntry& m) {
         !r.get_bytes(kept_len, m.kept))
         return false;
     m.discarded = r.rest();
+    return true;
+}
+
+// ------------------------------------------------------------ said rows
+//
+// [u32 owner][u32 round][u32 vector bytes] vector text (native, unaligned):
+// the depositing owner and round, the statement's vector as the store keeps
+// it (0 bytes in row 0) and its text as deposited (the rest), left out
+// (empty) when it is the record's text: a record that never merged holds its
+// words once. Every change of a record's text rewrites its rows to match.
+
+constexpr size_t kSaidHeader = 4 + 4 + 4;
+
+struct SaidEntry {
+    uint32_t owner = 0;
+    uint32_t round = 0;
+    std::string_view vector;  // dim native f32, or empty (row 0)
+    std::string_view text;
+};
+
+// The key of a record's row n.
+inline std::array<unsigned char, 16> said_key(uint64_t record, uint64_t n) {
+    std::array<unsigned char, 16> k{};
+    Be64 r(record), s(n);
+    std::memcpy(k.data(), r.b, 8);
+    std::memcpy(k.data() + 8, s.b, 8);
+    return k;
+}
+
+inline std::string encode_said(const SaidEntry& s) {
+    std::string e;
+    e.reserve(kSaidHeader + s.vector.size() + s.text.size());
+    append<uint32_t>(e, s.owner);
+    append<uint32_t>(e, s.round);
+    append<uint32_t>(e, static_cast<uint32_t>(s.vector.size()));
+    e.append(s.vector);
+    e.append(s.text);
+    return e;
+}
+
+// False when the value is too short for its header or its vector.
+inline bool decode_said(const MDB_val& v, SaidEntry& s) {
+    Reader r(v.mv_data, v.mv_size);
+    uint32_t vec_len = 0;
+    if (!r.get(s.owner) || !r.get(s.round) || !r.get(vec_len) || !r.get_bytes(vec_len, s.vector)) return false;
+    s.text = r.rest();
     return true;
 }
 

@@ -93,6 +93,12 @@ Store::Store(const std::string& dir, const StoreOptions& o)
     db_.rnorms = open(kNormsByRecordTable);
     db_.journal = open(kJournalTable);
     db_.hist = open(kHistTable);
+    try {
+        db_.said = open(kSaidTable);
+    } catch (const Corrupt&) {
+        if (!o.readonly) throw;
+        has_said_ = false;  // a schema-1 store, read only: it has no said rows to read
+    }
     init_or_check(o);
     index_ = std::make_unique<VectorIndex>(dim_, metric_, o.index);
     open_index();
@@ -168,9 +174,18 @@ void Store::init_or_check(const StoreOptions& o) {
     };
     need(kMetaSchema);
     uint32_t schema = load<uint32_t>(v.mv_data);
-    if (schema != kSchemaVersion)
+    if (schema < kOldestSchemaVersion || schema > kSchemaVersion)
         throw Corrupt("store schema version " + std::to_string(schema) + " is not supported (this build reads " +
-                      std::to_string(kSchemaVersion) + ")");
+                      std::to_string(kOldestSchemaVersion) + " to " + std::to_string(kSchemaVersion) + ")");
+    if (schema < kSchemaVersion && !o.readonly) {
+        // Schema 1 lacks only the said table, now created empty: its records
+        // keep working without rows. Builds that read 1 only must not write
+        // here any more (they would leave rows behind), so the version moves.
+        env_->write([&](MDB_txn* txn) {
+            uint32_t now = kSchemaVersion;
+            put(txn, db_.meta, meta_key(kMetaSchema), val(&now, kMetaSchema.size));
+        });
+    }
     need(kMetaDim);
     dim_ = load<uint32_t>(v.mv_data);
     need(kMetaMetric);
@@ -557,7 +572,8 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
     if (!oid || count == 0) return {};
 
     // The plan. A filtered HNSW search over a selective owner wanders the
-    // whole graph before it has k matches (NOTES: 35x at 0.1%), so: scan the
+    // whole graph before it has k matches (35x slower than unfiltered at 0.1%
+    // selectivity when this plan was chosen), so: scan the
     // owner's vectors exactly when it owns few records, else search the whole
     // graph for about kOverfetch * k / selectivity nearest and keep the
     // owner's, widening when that leaves fewer than k. When the (widened)
@@ -856,14 +872,116 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
         if (more) more = c.op(key, v, MDB_FIRST_DUP);
         while (more) {
             std::string seq(view(v));
-            del(txn, db_.merges, val(seq));
+            scrub_del(txn, db_.merges, val(seq));
             more = c.op(key, v, MDB_NEXT_DUP);
         }
         del(txn, db_.rmerges, val(k.b, 8));
     }
-    del(txn, db_.records, val(k.b, 8));
-    del(txn, db_.vectors, val(k.b, 8));
+    delete_said(txn, id, 0);
+    scrub_del(txn, db_.records, val(k.b, 8));
+    scrub_del(txn, db_.vectors, val(k.b, 8));
     journal(txn, kDel, id, 0);
+}
+
+// Overwrites a value with zeros of its size (LMDB writes a same-size value in
+// place on the transaction's copy of the page), then deletes it: a deleted
+// node's bytes can otherwise stay in the free middle of a live page, which
+// compact copies whole.
+void Store::scrub_del(MDB_txn* txn, MDB_dbi dbi, MDB_val key) {
+    MDB_val cur;
+    if (!agentsensus::get(txn, dbi, key, cur)) return;
+    std::string zeros(cur.mv_size, '\0');
+    put(txn, dbi, key, val(zeros));
+    del(txn, dbi, key);
+}
+
+void Store::put_said(MDB_txn* txn, uint64_t id, uint64_t n, uint32_t oid, uint32_t round, const float* vector,
+                     std::string_view text) {
+    auto k = said_key(id, n);
+    std::string_view vec = vector ? std::string_view(reinterpret_cast<const char*>(vector), dim_ * sizeof(float))
+                                  : std::string_view();
+    put(txn, db_.said, val(k.data(), k.size()), val(encode_said(SaidEntry{oid, round, vec, text})));
+}
+
+// Rewrites the record's rows for its text becoming `after`: a row that
+// leaves its text out (the record's) gets it written out, and one whose
+// text is `after` leaves it out.
+void Store::retext_said(MDB_txn* txn, uint64_t id, std::string_view after) {
+    std::vector<SaidRow> rows = said_rows(txn, id);
+    for (const SaidRow& r : rows) {
+        auto k = said_key(id, r.n);
+        MDB_val cur;
+        SaidEntry e;
+        if (!agentsensus::get(txn, db_.said, val(k.data(), k.size()), cur) || !decode_said(cur, e))
+            throw Corrupt("a statement of record " + std::to_string(id) + " is damaged");
+        bool elided = e.text.empty(), elide = r.text == after;
+        if (elided == elide) continue;
+        uint32_t oid = e.owner;
+        scrub_del(txn, db_.said, val(k.data(), k.size()));
+        put_said(txn, id, r.n, oid, r.round, r.vector.empty() ? nullptr : r.vector.data(),
+                 elide ? std::string_view() : std::string_view(r.text));
+    }
+}
+
+void Store::delete_said(MDB_txn* txn, uint64_t id, uint32_t oid) {
+    if (!has_said_) return;
+    std::vector<std::array<unsigned char, 16>> keys;
+    {
+        Cursor c(txn, db_.said);
+        auto from = said_key(id, 0);
+        MDB_val k = val(from.data(), from.size()), v;
+        bool more = c.op(k, v, MDB_SET_RANGE);
+        while (more && k.mv_size == 16 && std::memcmp(k.mv_data, from.data(), 8) == 0) {
+            SaidEntry e;
+            if (!decode_said(v, e)) throw Corrupt("a statement of record " + std::to_string(id) + " is damaged");
+            if (oid == 0 || e.owner == oid) {
+                std::array<unsigned char, 16> key{};
+                std::memcpy(key.data(), k.mv_data, 16);
+                keys.push_back(key);
+            }
+            more = c.op(k, v, MDB_NEXT);
+        }
+    }
+    for (const auto& key : keys) scrub_del(txn, db_.said, val(key.data(), key.size()));
+}
+
+std::vector<SaidRow> Store::said_rows(MDB_txn* txn, uint64_t id) {
+    std::vector<SaidRow> out;
+    if (!has_said_) return out;
+    std::string_view record_text;
+    {
+        Be64 rk(id);
+        MDB_val rv;
+        RecordHeader h;
+        if (agentsensus::get(txn, db_.records, val(rk.b, 8), rv)) decode_record(rv, h, record_text);
+    }
+    Cursor c(txn, db_.said);
+    auto from = said_key(id, 0);
+    MDB_val k = val(from.data(), from.size()), v;
+    bool more = c.op(k, v, MDB_SET_RANGE);
+    while (more && k.mv_size == 16 && std::memcmp(k.mv_data, from.data(), 8) == 0) {
+        SaidEntry e;
+        if (!decode_said(v, e) || (e.vector.size() != 0 && e.vector.size() != dim_ * sizeof(float)))
+            throw Corrupt("a statement of record " + std::to_string(id) + " is damaged");
+        SaidRow r;
+        r.n = read_be64(static_cast<const unsigned char*>(k.mv_data) + 8);
+        r.owner = owner_name(txn, e.owner);
+        r.round = e.round;
+        r.text.assign(e.text.empty() ? record_text : e.text);
+        r.vector.resize(e.vector.size() / sizeof(float));
+        std::memcpy(r.vector.data(), e.vector.data(), e.vector.size());
+        out.push_back(std::move(r));
+        more = c.op(k, v, MDB_NEXT);
+    }
+    return out;
+}
+
+std::pair<std::string, std::vector<SaidRow>> Store::said(uint64_t id) {
+    check_open();
+    ReadTxn t(*env_);
+    Row r;
+    if (!read_row(t.get(), id, r)) throw NotFound("no record " + std::to_string(id));
+    return {r.text, said_rows(t.get(), id)};
 }
 
 void Store::put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t oid, uint32_t round,
@@ -874,8 +992,10 @@ void Store::put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t oi
     put(txn, db_.rmerges, val(sk.b, 8), val(mk.b, 8));
 }
 
-void Store::forget(const std::string& owner, uint64_t id) {
+bool Store::forget(const std::string& owner, uint64_t id, const ForgetPlan& plan) {
     check_open();
+    bool done = true;
+    try {
     env_->write([&](MDB_txn* txn) {
         Be64 k(id);
         MDB_val rv;
@@ -897,9 +1017,139 @@ void Store::forget(const std::string& owner, uint64_t id) {
         hist_add(txn, static_cast<uint32_t>(left + 1), -1);
         hist_add(txn, static_cast<uint32_t>(left), +1);
         journal(txn, kDisown, id, *oid);
-        if (left == 0) delete_record(txn, id);
+        if (left == 0) {
+            delete_record(txn, id);
+        } else if (!forget_words(txn, id, *oid, plan)) {
+            throw CommitAbort{};
+        }
     });
+    } catch (const CommitAbort&) {
+        done = false;
+    }
     sync_index();
+    return done;
+}
+
+// The owner's words leave a record that other owners keep: its said rows,
+// every merge-log entry it deposited or whose texts are not all words of a
+// remaining statement (or the record's text afterwards), its text and vector
+// when they are its words (the plan's replacements), and the text digests
+// of its statements (the plan's set). Records of schema 1 (no said rows)
+// lose the owner's merge-log entries only: whose words their text is, is
+// not known.
+bool Store::forget_words(MDB_txn* txn, uint64_t id, uint32_t oid, const ForgetPlan& plan) {
+    Be64 k(id);
+    std::vector<SaidRow> rows = said_rows(txn, id);
+    MDB_val rv;
+    RecordHeader h;
+    std::string_view current;
+    if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv) || !decode_record(rv, h, current))
+        throw Corrupt("record " + std::to_string(id) + " is damaged");
+    const std::string before(current);
+    if (rows.empty()) {
+        // Schema 1: only the owner's own merge-log entries are known as its.
+        scrub_merges(txn, id, oid, nullptr);
+        return true;
+    }
+    if (before != plan.expected_text || rows.size() != plan.expected_rows || rows.back().n != plan.expected_last)
+        return false;
+    const std::string me = owner_name(txn, oid);
+    std::unordered_set<std::string> texts;  // the words that stay
+    const SaidRow* source = nullptr;        // the row whose vector the record takes
+    bool row0_mine = rows.front().n == 0 && rows.front().owner == me;
+    for (const SaidRow& r : rows) {
+        if (r.owner == me) continue;
+        texts.insert(r.text);
+        if (r.n == plan.vector_from) source = &r;
+    }
+    if (texts.empty()) {
+        // Other owners, but no statement of theirs (they joined by import of
+        // an export without said rows): the record goes with its words.
+        throw InvalidArgument("record " + std::to_string(id) + " keeps no statement of its other owners");
+    }
+    if (plan.text.empty() || plan.text.size() > kMaxStatementBytes)
+        throw InvalidArgument("the text after forget must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
+    if (row0_mine && (!source || source->vector.size() != dim_))
+        throw InvalidArgument("forget needs another owner's statement to take the vector from");
+    texts.insert(plan.text);
+
+    // The rows are written again: the others' (texts written out unless
+    // they are the record's), with the source statement as row 0 when the
+    // forgetter's row 0 goes (its vector is the record's now).
+    delete_said(txn, id, 0);
+    if (plan.text != before) {
+        scrub_del(txn, db_.records, val(k.b, 8));
+        put(txn, db_.records, val(k.b, 8), val(encode_record(h.round, h.deposit, plan.text)));
+    }
+    for (const SaidRow& r : rows) {
+        if (r.owner == me) continue;
+        bool to0 = row0_mine && &r == source;
+        put_said(txn, id, to0 ? 0 : r.n, *owner_id(txn, r.owner), r.round,
+                 to0 || r.vector.empty() ? nullptr : r.vector.data(),
+                 r.text == plan.text ? std::string_view() : std::string_view(r.text));
+    }
+    if (row0_mine) {
+        scrub_del(txn, db_.vectors, val(k.b, 8));
+        put(txn, db_.vectors, val(k.b, 8), val(source->vector.data(), dim_ * sizeof(float)));
+        // The index learns the new vector as a delete and an add of the id.
+        journal(txn, kDel, id, 0);
+        journal(txn, kAdd, id, *owner_id(txn, source->owner));
+    }
+    scrub_merges(txn, id, oid, &texts);
+    // The record's digests become the plan's: those of the words that stay.
+    {
+        std::vector<std::string> old;
+        Cursor c(txn, db_.rnorms);
+        MDB_val key = val(k.b, 8), v;
+        bool more = c.op(key, v, MDB_SET);
+        if (more) more = c.op(key, v, MDB_FIRST_DUP);
+        while (more) {
+            old.emplace_back(view(v));
+            more = c.op(key, v, MDB_NEXT_DUP);
+        }
+        for (const std::string& d : old) {
+            MDB_val cur;
+            if (agentsensus::get(txn, db_.norms, val(d), cur) && cur.mv_size == 8 && read_be64(cur.mv_data) == id)
+                del(txn, db_.norms, val(d));
+        }
+        del(txn, db_.rnorms, val(k.b, 8));
+        for (const std::string& d : plan.digests) {
+            if (d.size() != kDigestBytes) throw InvalidArgument("a text digest must be 16 bytes");
+            MDB_val cur;
+            if (agentsensus::get(txn, db_.norms, val(d), cur)) continue;  // another record's text
+            add_digest(txn, id, val(d));
+        }
+    }
+    return true;
+}
+
+// Deletes the record's merge-log entries that the owner deposited or, when
+// texts is given, that hold a text not in it.
+void Store::scrub_merges(MDB_txn* txn, uint64_t id, uint32_t oid, const std::unordered_set<std::string>* texts) {
+    Be64 k(id);
+    std::vector<std::string> gone;
+    {
+        Cursor c(txn, db_.rmerges);
+        MDB_val key = val(k.b, 8), v;
+        bool more = c.op(key, v, MDB_SET);
+        if (more) more = c.op(key, v, MDB_FIRST_DUP);
+        while (more) {
+            std::string seq(view(v));
+            MDB_val mv;
+            MergeEntry e;
+            if (!agentsensus::get(txn, db_.merges, val(seq), mv) || !decode_merge(mv, e))
+                throw Corrupt("merge log entry of record " + std::to_string(id) + " is damaged");
+            bool keep = e.owner != oid && (!texts || (texts->count(std::string(e.kept)) &&
+                                                      texts->count(std::string(e.discarded))));
+            if (!keep) gone.push_back(seq);
+            more = c.op(key, v, MDB_NEXT_DUP);
+        }
+    }
+    for (const std::string& seq : gone) {
+        scrub_del(txn, db_.merges, val(seq));
+        MDB_val sv = val(seq);
+        del(txn, db_.rmerges, val(k.b, 8), &sv);
+    }
 }
 
 // ---------------------------------------------------------------- the commit
@@ -1006,7 +1256,7 @@ std::optional<std::string> Store::commit_deposit(MDB_txn* txn, const DepositPlan
         } else {
             id = s.target > 0 ? static_cast<uint64_t>(s.target) : staged[-s.target - 1];
             if (auto why = merge_conflict(txn, id, s)) return why;
-            merge_into(txn, id, s, oid, d.round, c.next_merge);
+            merge_into(txn, id, s, v, oid, d.round, c.next_merge);
         }
         ids.push_back(id);
     }
@@ -1033,6 +1283,7 @@ void Store::create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, con
     put(txn, db_.vectors, val(k.b, 8), val(v, dim_ * sizeof(float)), MDB_APPEND);
     add_digest(txn, id, val(s.digest, kDigestBytes));
     add_owner(txn, id, oid);
+    put_said(txn, id, 0, oid, round, nullptr, {});  // its text is the record's (see retext_said)
     journal(txn, kAdd, id, oid);
 }
 
@@ -1052,8 +1303,8 @@ std::optional<std::string> Store::merge_conflict(MDB_txn* txn, uint64_t id, cons
 
 // The merge: record id takes the kept text, the merge log what was let go
 // of, the owner set the depositor, and the text index the statement's digest.
-void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, uint32_t oid, uint32_t round,
-                       uint64_t& next_merge) {
+void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t oid,
+                       uint32_t round, uint64_t& next_merge) {
     Be64 k(id);
     MDB_val rv;
     RecordHeader h;
@@ -1061,7 +1312,13 @@ void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, uint32
     if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv) || !decode_record(rv, h, current))
         throw Corrupt("record " + std::to_string(id) + " is damaged");
     const std::string before(current);
-    if (s.kept != before) put(txn, db_.records, val(k.b, 8), val(encode_record(h.round, h.deposit, s.kept)));
+    auto row0 = said_key(id, 0);
+    MDB_val probe;
+    const bool rows = agentsensus::get(txn, db_.said, val(row0.data(), row0.size()), probe);
+    if (s.kept != before) {
+        if (rows) retext_said(txn, id, s.kept);  // reads the text before: first
+        put(txn, db_.records, val(k.b, 8), val(encode_record(h.round, h.deposit, s.kept)));
+    }
     // Log what the merge let go of: the statement, the old text, or (a custom
     // policy that wrote new text) both.
     std::vector<std::string_view> dropped;
@@ -1071,6 +1328,9 @@ void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, uint32
         dropped.push_back(before);
         if (s.kept != s.text) dropped.push_back(s.text);
     }
+    // The statement itself, with its vector, joins the record's said rows
+    // (a schema-1 record, without row 0, stays without rows).
+    if (rows) put_said(txn, id, next_merge, oid, round, v, s.text == s.kept ? std::string_view() : s.text);
     for (std::string_view disc : dropped) put_merge(txn, next_merge++, id, oid, round, s.kept, disc);
     if (add_owner(txn, id, oid)) journal(txn, kOwn, id, oid);
     MDB_val cur;

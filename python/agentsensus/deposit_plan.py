@@ -6,8 +6,8 @@ engine's commit plan. Items of one batch see the items before them: their new
 records (as candidates with negative provisional ids), their merges (the
 survivor's kept text and owner set) and their exact duplicates.
 
-The steps carry the names of the engine's commit steps (Store::commit in
-cpp/store.cpp) that apply them: ``prepare`` (one snapshot), ``begin`` (each
+The steps carry the names of the engine's commit steps (Store::commit in the
+C++ engine) that apply them: ``prepare`` (one snapshot), ``begin`` (each
 statement's candidates: ``_similar_new_records`` for the batch's own), and
 ``finish``, which stages each statement with ``_create_record`` or
 ``_merge_into`` and appends the deposit's plan. Similarities to the batch's
