@@ -5,8 +5,8 @@
 // Each score comes with a bound on its error, so a caller can re-score
 // exactly whatever the bound cannot rule out and stay exact.
 #pragma once
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
