@@ -43,10 +43,12 @@ class JudgeScore:
 
     @property
     def precision(self) -> float | None:
+        """``correct / merges`` (``None`` before any merge)."""
         return round(self.correct / self.merges, 4) if self.merges else None
 
     @property
     def recall(self) -> float | None:
+        """``found / possible`` (``None`` when no statement could have merged)."""
         return round(self.found / self.possible, 4) if self.possible else None
 
 
