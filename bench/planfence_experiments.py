@@ -29,6 +29,7 @@ import time
 from typing import Any, Callable, Optional
 
 from agentsensus import Store
+from fence_timing import best_check_time_us
 from planfence_baselines import (
     CentralizedLineage,
     Executor,
@@ -354,20 +355,7 @@ def engine_time(root: str) -> tuple[float, int]:
         f.derive("plan", "planner", "plan", {k: 1 for k in keys})
         c = f.check("plan")
         assert c.current and c.owners_asked == 5
-        lin = s._handles().lineage
-        batch = 200
-
-        def one_batch() -> float:
-            t = time.perf_counter_ns()
-            for _ in range(batch):
-                lin.check_local("plan", None)
-            return (time.perf_counter_ns() - t) / batch
-
-        one_batch()  # warm
-        # Best of many short batches: on a shared machine a long batch is
-        # almost always preempted, which measures the load, not the engine.
-        ns = min(one_batch() for _ in range(50))
-        return ns / 1000, c.bytes
+        return best_check_time_us(s, "plan"), c.bytes  # best of 50 batches of 200
 
 
 # ----------------------------------------------------------------- main

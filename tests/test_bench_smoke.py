@@ -74,7 +74,11 @@ def test_crash_soak_two_trials(data: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "script, env",
-    [("test_store_bench.py", {"AGENTSENSUS_BENCH_N": str(N)}), ("test_scale_bench.py", {"AGENTSENSUS_BENCH_SIZES": str(N)})],
+    [
+        ("test_store_bench.py", {"AGENTSENSUS_BENCH_N": str(N)}),
+        ("test_scale_bench.py", {"AGENTSENSUS_BENCH_SIZES": str(N)}),
+        ("test_fence_bench.py", {}),
+    ],
 )
 def test_pytest_benchmark_suite_runs(data: Path, tmp_path: Path, script: str, env: dict[str, str]) -> None:
     # --benchmark-disable: each benchmarked call runs once, untimed.
