@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import tempfile
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from autogen_core import CancellationToken
 from autogen_core.memory import Memory, MemoryContent, MemoryMimeType
 from autogen_core.model_context import BufferedChatCompletionContext
@@ -214,3 +218,38 @@ def test_a_relative_path_is_released_after_a_chdir(tmp_path: Any, monkeypatch: A
     assert mem.store.closed
     with Store(os.fspath(tmp_path / "relative")) as store:  # released: it opens again in this process
         assert store.stats().records == 0
+
+
+_json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text("abc", max_size=4)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text("xyz", min_size=1, max_size=2), inner, max_size=3)),
+    max_leaves=6,
+)
+_contents = st.one_of(
+    # Words joined by single spaces: the store merges texts that differ only in
+    # case or spacing (the exact judge), which ListMemory keeps apart.
+    st.lists(st.text("abcdefgh", min_size=1, max_size=5), min_size=1, max_size=3).map(lambda w: ("text", " ".join(w))),
+    st.dictionaries(st.text("pqrs", min_size=1, max_size=3), _json_values, min_size=1, max_size=3).map(lambda d: ("json", d)),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(_contents, min_size=1, max_size=6, unique_by=lambda c: json.dumps(c[1], sort_keys=True)))
+def test_contents_come_back_as_autogen_list_memory_gives_them(items: list[tuple[str, Any]]) -> None:
+    """Distinct text and JSON contents listed back (``query("")``) equal what
+    autogen's own ListMemory returns for them: same order, values and MIME types."""
+    from autogen_core.memory import ListMemory
+
+    async def run(path: str) -> None:
+        ours, theirs = ConsensusMemory(path, "agent", sync=False), ListMemory()
+        for kind, value in items:
+            mime = MemoryMimeType.TEXT if kind == "text" else MemoryMimeType.JSON
+            for memory in (ours, theirs):
+                await memory.add(MemoryContent(content=value, mime_type=mime))
+        got = [(r.content, r.mime_type) for r in (await ours.query("")).results]
+        want = [(r.content, r.mime_type) for r in (await theirs.query("anything")).results]
+        await ours.close()
+        assert got == want
+
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(run(os.path.join(tmp, "s")))
