@@ -245,6 +245,7 @@ class Kernel:
         for ev in events:
             for w in ev.witnesses:
                 stm = self.memory_of(w)
+                stm.saw_with(self.round, set(ev.witnesses) - {w})
                 if ev.kind == "enter" and w in ev.actors:
                     stm.goals.push(f"take part in what happens at {ev.place}")
                 elif ev.kind == "exit" and w in ev.actors:

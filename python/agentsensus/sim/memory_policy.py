@@ -4,8 +4,9 @@ Each round an awake agent has recalled up to ``k`` memories with what it has
 in mind (the kernel asks its backend with the last thing it heard, else its
 goal, else its place). It then picks one of the six actions:
 
-- ``say``: when someone is with it and recall returned a memory it has not
-  yet told everyone present (a newcomer has not heard it), it retells that
+- ``say``: when someone is with it and recall returned a memory that not
+  everyone present has heard from it or, as far as it remembers, seen happen
+  with it (a newcomer, say), it retells that
   memory (its core, with its time; "I" becomes its own name) to whoever the
   memory names, else to someone present. News goes first: of the memories
   recalled, the most recent by the time it names. What it told whom is what
@@ -118,8 +119,11 @@ class MemoryPolicy:
         fresh = []
         for i, m in enumerate(view.memories):
             line = retell(m, agent)
-            # Worth telling when someone here has not heard it from this agent (a newcomer, say).
-            if has_words(line) and line not in heard and not (line in told and company <= told[line]):
+            # Worth telling when someone here has neither heard it from this agent nor, as
+            # far as it remembers, seen it happen with it (a newcomer, say).
+            when = read(m).time
+            knew = told.get(line, set()) | (view.stm.seen_with.get(when[1], set()) if when and when[0] == "round" else set())
+            if has_words(line) and line not in heard and not company <= knew:
                 fresh.append((i, m, line))
         # News first: the most recent thing recalled (by the time it names) is told before old lore.
         fresh.sort(key=lambda f: (_recency(f[1]), -f[0]), reverse=True)

@@ -12,6 +12,8 @@ import numpy.typing as npt
 __all__ = ["CACHE_POLICIES", "GoalStack", "StatusRegister", "CacheEntry", "ActionCache", "ShortTermMemory"]
 
 CACHE_POLICIES = ("fifo", "relevance", "hybrid")
+#: How many rounds an agent remembers who was with it.
+WITH_ROUNDS = 12
 
 
 class GoalStack:
@@ -130,6 +132,14 @@ class ShortTermMemory:
     status: StatusRegister = field(default_factory=StatusRegister)
     cache: ActionCache = field(default_factory=ActionCache)
     heard: list[str] = field(default_factory=list)  # what reached it last round
+    # Who witnessed with it what it witnessed, per recent round (the last ``WITH_ROUNDS``).
+    seen_with: dict[int, set[str]] = field(default_factory=dict)
+
+    def saw_with(self, round: int, people: set[str]) -> None:
+        """Remembers who else witnessed what it witnessed in ``round`` (recent rounds only)."""
+        self.seen_with.setdefault(round, set()).update(people)
+        for old in [r for r in self.seen_with if r <= round - WITH_ROUNDS]:
+            del self.seen_with[old]
 
     def focus_text(self) -> str:
         """What the agent has in mind: the last thing heard, else its goal."""
