@@ -230,8 +230,35 @@ public:
         return out;
     }
 
+    // (text, rows): the record's text and its said rows as (n, owner, round,
+    // text), n ascending (forget's plan reads them).
+    py::tuple said(uint64_t id) {
+        auto u = use();
+        Store& st = *u;
+        std::pair<std::string, std::vector<SaidRow>> r;
+        {
+            py::gil_scoped_release nogil;
+            r = st.said(id);
+        }
+        py::list rows;
+        for (const SaidRow& s : r.second) rows.append(py::make_tuple(s.n, stored_str(s.owner), s.round, stored_str(s.text)));
+        return py::make_tuple(stored_str(r.first), rows);
+    }
+
+    bool forget(const std::string& owner, uint64_t id, const std::string& expected_text, uint64_t expected_rows,
+                uint64_t expected_last, const std::string& text, uint64_t vector_from,
+                const std::vector<std::string>& digests) {
+        auto u = use();
+        Store& st = *u;
+        ForgetPlan p{expected_text, expected_rows, expected_last, text, vector_from, digests};
+        py::gil_scoped_release nogil;
+        return st.forget(owner, id, p);
+    }
+
     // (rows, vectors): rows of (id, text, owners, round, deposit, edges,
-    // digests), vectors one float32 row per record.
+    // digests, said), vectors one float32 row per record; said is the
+    // record's statements as (n, owner, round, text, vector bytes: native
+    // float32, empty for row 0).
     py::tuple dump(uint64_t after, size_t limit) {
         auto u = use();
         Store& st = *u;
@@ -248,8 +275,13 @@ public:
             std::memcpy(out + i * st.dim(), r.vector.data(), st.dim() * sizeof(float));
             py::list digests;
             for (const std::string& d : r.digests) digests.append(py::bytes(d));
+            py::list said;
+            for (const SaidRow& sr : r.said)
+                said.append(py::make_tuple(sr.n, stored_str(sr.owner), sr.round, stored_str(sr.text),
+                                           py::bytes(reinterpret_cast<const char*>(sr.vector.data()),
+                                                     sr.vector.size() * sizeof(float))));
             list.append(py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round, r.deposit, r.edges,
-                                       digests));
+                                       digests, said));
         }
         return py::make_tuple(list, vectors);
     }
@@ -263,7 +295,7 @@ public:
         const float* v = rows_of(vectors, rows.size(), st.dim(), "vectors");
         for (size_t i = 0; i < rows.size(); ++i) {
             py::tuple t = rows[i].cast<py::tuple>();
-            if (t.size() != 7) throw InvalidArgument("a loaded record has 7 fields");
+            if (t.size() != 7 && t.size() != 8) throw InvalidArgument("a loaded record has 7 or 8 fields");
             DumpRow r;
             r.id = t[0].cast<uint64_t>();
             r.text = t[1].cast<std::string>();
@@ -273,6 +305,22 @@ public:
             r.edges = t[5].cast<std::vector<uint64_t>>();
             r.digests = t[6].cast<std::vector<std::string>>();
             r.vector.assign(v + i * st.dim(), v + (i + 1) * st.dim());
+            if (t.size() == 8) {
+                for (const py::handle& sh : t[7].cast<py::list>()) {
+                    py::tuple st5 = sh.cast<py::tuple>();
+                    if (st5.size() != 5) throw InvalidArgument("a loaded statement has 5 fields");
+                    SaidRow sr;
+                    sr.n = st5[0].cast<uint64_t>();
+                    sr.owner = st5[1].cast<std::string>();
+                    sr.round = st5[2].cast<uint32_t>();
+                    sr.text = st5[3].cast<std::string>();
+                    std::string vb = st5[4].cast<std::string>();
+                    if (vb.size() % sizeof(float)) throw InvalidArgument("a statement's vector has a partial float");
+                    sr.vector.resize(vb.size() / sizeof(float));
+                    std::memcpy(sr.vector.data(), vb.data(), vb.size());
+                    r.said.push_back(std::move(sr));
+                }
+            }
             b.rows.push_back(std::move(r));
         }
         for (const py::handle& h : merges) {

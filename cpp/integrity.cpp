@@ -1,4 +1,4 @@
-// Store::verify and Store::repair: the store's invariants I1..I11 of the
+// Store::verify and Store::repair: the store's invariants I1..I12 of the
 // format map (schema.hpp, docs/file-format.md), checked one by one in the
 // spirit of SQLite's integrity_check, and the rebuild of everything derived
 // from the primary tables.
@@ -87,6 +87,7 @@ public:
         merge_log();        // I9
         journal();          // I10
         index();            // I11
+        said();             // I12
         return std::move(out_);
     }
 
@@ -281,6 +282,29 @@ private:
         if (replay != records_) bad("replaying the journal does not give the live records (the index cannot catch up)");
     }
 
+    // I12: every said row decodes, belongs to a live record, names an owner
+    // of it, and a record with rows has row 0 (no vector) before the others
+    // (each with a vector).
+    void said() {
+        if (!s_.has_said_) return;
+        std::set<uint64_t> with_rows, with_row0;
+        each(t_, db_.said, [&](MDB_val& k, MDB_val& v) {
+            SaidEntry e;
+            if (k.mv_size != 16 || !decode_said(v, e)) return bad("a said row is damaged");
+            uint64_t id = read_be64(k.mv_data), n = read_be64(static_cast<const unsigned char*>(k.mv_data) + 8);
+            if (!records_.count(id)) return bad("a said row names missing " + id_str(id));
+            with_rows.insert(id);
+            if (n == 0) with_row0.insert(id);
+            if (e.vector.size() != (n == 0 ? 0 : s_.dim_ * sizeof(float)))
+                bad("said row " + std::to_string(n) + " of " + id_str(id) + " has a vector of the wrong size");
+            Be64 rk(id);
+            if (!has_pair(t_, db_.owners, val(rk.b, 8), val(&e.owner, 4)))
+                bad("said row " + std::to_string(n) + " of " + id_str(id) + " names an owner not in its owner set");
+        });
+        for (uint64_t id : with_rows)
+            if (!with_row0.count(id)) bad(id_str(id) + " has said rows but no row 0");
+    }
+
     // I11: the index (index.usearch, caught up) holds the same ids and the
     // same vectors as LMDB.
     void index() {
@@ -461,6 +485,31 @@ void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests)
         for (auto& [id, seq] : merge_index) {
             Be64 k(id);
             put(t, db_.rmerges, val(k.b, 8), val(seq));
+        }
+
+        // Said rows of kept records whose owner is still in the owner set;
+        // a record that lost row 0 loses them all (it reads as schema 1).
+        {
+            std::map<std::string, std::string> rows;
+            each(t, db_.said, [&](MDB_val& k, MDB_val& v) {
+                SaidEntry e;
+                if (k.mv_size != 16 || !decode_said(v, e)) return;
+                Be64 rk(read_be64(k.mv_data));
+                if (keep.count(read_be64(k.mv_data)) && has_pair(t, db_.owners, val(rk.b, 8), val(&e.owner, 4)) &&
+                    e.vector.size() == (read_be64(static_cast<const unsigned char*>(k.mv_data) + 8) ? dim_ * sizeof(float) : 0))
+                    rows.emplace(std::string(view(k)), std::string(view(v)));
+            });
+            drop_all(t, db_.said);
+            uint64_t record = 0;
+            bool has0 = false;
+            for (auto& [k, v] : rows) {
+                uint64_t id = read_be64(k.data());
+                if (id != record) {
+                    record = id;
+                    has0 = read_be64(reinterpret_cast<const unsigned char*>(k.data()) + 8) == 0;
+                }
+                if (has0) put(t, db_.said, val(k), val(v), MDB_APPEND);
+            }
         }
 
         // The exact-duplicate index, from the digests the caller computed.

@@ -10,7 +10,7 @@
 // LMDB file is not portable across byte orders anyway). A "dup" table holds
 // several sorted values under one key (MDB_DUPSORT). Record ids, merge seqs
 // and journal seqs start at 1; 0 means none. Texts and names are UTF-8.
-// The invariants I1..I11 are the ones Store::verify checks (integrity.cpp);
+// The invariants I1..I12 are the ones Store::verify checks (integrity.cpp);
 // I1 is the structure of the LMDB pages themselves (page_check.hpp).
 #pragma once
 #include <lmdb.h>

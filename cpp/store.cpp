@@ -288,6 +288,9 @@ void Store::catch_up_locked(MDB_txn* txn) {
     // of new ids) are gathered and inserted in parallel afterwards.
     std::vector<uint64_t> adds;
     std::vector<float> add_vecs;
+    // An id added twice in one catch-up (a forget gave it a new vector: a
+    // delete and an add) is inserted once; both reads gave today's vector.
+    std::unordered_set<uint64_t> pending;
     while (more) {
         JournalEntry e;
         if (k.mv_size != 8 || !decode_journal(v, e)) throw Corrupt("journal entry is damaged");
@@ -299,8 +302,10 @@ void Store::catch_up_locked(MDB_txn* txn) {
                 // The record may be gone in this snapshot (deleted later).
                 size_t at = add_vecs.size();
                 add_vecs.resize(at + dim_);
-                if (!index_->contains(id) && vector_of(txn, id, add_vecs.data() + at))
+                if (!index_->contains(id) && !pending.count(id) && vector_of(txn, id, add_vecs.data() + at)) {
                     adds.push_back(id);
+                    pending.insert(id);
+                }
                 else
                     add_vecs.resize(at);
                 if (allow != allow_.end()) set_bit(allow->second, id);

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lmdb_env.hpp"
@@ -72,6 +73,27 @@ struct MergeRow {
     uint32_t round;
 };
 
+// One row of the said table: a statement as its owner deposited it into a
+// record (n = 0: the one whose vector the record keeps; vector empty there).
+struct SaidRow {
+    uint64_t n = 0;
+    std::string owner;
+    uint32_t round = 0;
+    std::string text;
+    std::vector<float> vector;  // dim floats, or empty (row 0)
+};
+
+// What forget does when other owners remain, as the caller's merge policy
+// chose it from the record's statements (the caller read with said()). The
+// expected_* fields are what it saw: anything else is a conflict.
+struct ForgetPlan {
+    std::string expected_text;
+    uint64_t expected_rows = 0, expected_last = 0;  // row count and the largest n
+    std::string text;                  // the record's text afterwards
+    uint64_t vector_from = 0;          // row whose vector the record takes when row 0 goes
+    std::vector<std::string> digests;  // the record's text digests afterwards
+};
+
 // One record with everything an exact copy of the store needs (export and
 // import): the header fields, the vector as stored, and the normalized-text
 // digests that point at it.
@@ -84,6 +106,7 @@ struct DumpRow {
     std::vector<uint64_t> edges;       // ascending
     std::vector<std::string> digests;  // kDigestBytes each, ascending
     std::vector<float> vector;         // dim floats
+    std::vector<SaidRow> said;         // its statements, n ascending (none: written by schema 1)
 };
 
 // The store-wide counters a copy must continue from.
@@ -153,7 +176,13 @@ public:
     Row get(uint64_t id);
     std::vector<uint64_t> neighbors(uint64_t id);
     std::vector<uint64_t> owned(const std::string& owner);
-    void forget(const std::string& owner, uint64_t id);
+    // owner leaves the record. The last owner deletes it; otherwise the
+    // owner's statements leave the said table and the merge log, and the
+    // record takes plan's text, vector and digests. False: a conflict (the
+    // record changed since the caller read it), nothing written.
+    bool forget(const std::string& owner, uint64_t id, const ForgetPlan& plan);
+    // The record's text and its said rows, n ascending (NotFound when absent).
+    std::pair<std::string, std::vector<SaidRow>> said(uint64_t id);
     Stats stats();
     std::vector<MergeRow> merges(uint64_t after_seq, size_t limit);
 
@@ -190,7 +219,7 @@ private:
     // One handle per table of schema.hpp.
     struct Dbs {
         MDB_dbi meta, records, vectors, owners, owned, owners_by_name, owner_names, edges, merges, rmerges,
-            norms, rnorms, journal, hist;
+            norms, rnorms, journal, hist, said;
     };
     // A record another writer added after a commit's prepare, with its vector.
     struct Rival {
@@ -215,6 +244,9 @@ private:
     std::vector<uint64_t> owned_ids(MDB_txn* txn, uint32_t owner);
     bool vector_of(MDB_txn* txn, uint64_t id, float* out);
     std::vector<uint64_t> neighbors_in(MDB_txn* txn, uint64_t id);
+    std::vector<SaidRow> said_rows(MDB_txn* txn, uint64_t id);
+    // The forget of one owner from a record others keep (forget's write).
+    bool forget_words(MDB_txn* txn, uint64_t id, uint32_t owner, const ForgetPlan& plan);
 
     // The steps of commit, in order (all but validate_plans inside its write
     // transaction). validate_plans checks and normalizes every statement
@@ -233,8 +265,8 @@ private:
     void create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t owner,
                        uint32_t round, uint64_t deposit);
     std::optional<std::string> merge_conflict(MDB_txn* txn, uint64_t id, const StatementPlan& s);
-    void merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, uint32_t owner, uint32_t round,
-                    uint64_t& next_merge);
+    void merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t owner,
+                    uint32_t round, uint64_t& next_merge);
     void link_deposit(MDB_txn* txn, const std::vector<uint64_t>& ids);
 
     // Write-side helpers (inside a write transaction).
@@ -245,6 +277,14 @@ private:
     void add_edge(MDB_txn* txn, uint64_t a, uint64_t b);
     void add_digest(MDB_txn* txn, uint64_t id, MDB_val digest);
     void delete_record(MDB_txn* txn, uint64_t id);
+    void put_said(MDB_txn* txn, uint64_t id, uint64_t n, uint32_t owner, uint32_t round, const float* vector,
+                  std::string_view text);
+    // Deletes a record's said rows, all (owner 0) or one owner's; zeroes each
+    // value in place first, so the words leave the live page too.
+    void delete_said(MDB_txn* txn, uint64_t id, uint32_t owner);
+    void scrub_del(MDB_txn* txn, MDB_dbi dbi, MDB_val key);
+    void retext_said(MDB_txn* txn, uint64_t id, std::string_view after);
+    void scrub_merges(MDB_txn* txn, uint64_t id, uint32_t owner, const std::unordered_set<std::string>* texts);
     // One merge-log entry at seq, indexed under its survivor.
     void put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t owner, uint32_t round,
                    std::string_view kept, std::string_view discarded);
@@ -261,6 +301,7 @@ private:
     size_t exact_cutoff_ = 4096;
     size_t expansion_search_ = 64;  // usearch's search width: a search of k costs max(k, this)
     unsigned char uuid_[16] = {};
+    bool has_said_ = true;  // false: a read-only open of a schema-1 store
 
     // The index and everything derived from the journal, under one lock:
     // searches share it, catch-up takes it exclusively.

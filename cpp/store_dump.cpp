@@ -48,6 +48,7 @@ std::vector<DumpRow> Store::dump(uint64_t after, size_t limit) {
         std::sort(d.digests.begin(), d.digests.end());
         d.vector.resize(dim_);
         if (!vector_of(t.get(), id, d.vector.data())) throw Corrupt("record " + std::to_string(id) + " has no vector");
+        d.said = said_rows(t.get(), id);
         out.push_back(std::move(d));
         more = c.op(k, v, MDB_NEXT);
     }
@@ -84,6 +85,12 @@ uint64_t last_key(MDB_txn* txn, MDB_dbi dbi) {
     return read_be64(k.mv_data);
 }
 
+bool finite_vector(const std::vector<float>& v) {
+    for (float x : v)
+        if (!std::isfinite(x)) return false;
+    return true;
+}
+
 void check_owner_name(const std::string& name) {
     if (name.empty() || name.size() > kMaxOwnerBytes)
         throw InvalidArgument("owner must be 1 to " + std::to_string(kMaxOwnerBytes) + " bytes");
@@ -115,6 +122,21 @@ void Store::restore(const LoadBatch& b) {
             throw InvalidArgument(what + ": vector is not unit length, as a store with metric 'cos' keeps them");
         for (const std::string& d : r.digests)
             if (d.size() != kDigestBytes) throw InvalidArgument(what + ": a text digest must be 16 bytes");
+        // I12 as import must meet it: row 0 first (no vector), the others
+        // ascending with a vector each, every owner an owner of the record.
+        for (size_t i = 0; i < r.said.size(); ++i) {
+            const SaidRow& sr = r.said[i];
+            std::string sw = what + ": statement " + std::to_string(sr.n);
+            if ((i == 0) != (sr.n == 0)) throw InvalidArgument(what + ": its statements must start with row 0 and ascend");
+            if (i > 0 && sr.n <= r.said[i - 1].n) throw InvalidArgument(what + ": its statements must ascend");
+            if (sr.vector.size() != (sr.n == 0 ? 0 : dim_))
+                throw InvalidArgument(sw + (sr.n == 0 ? " (row 0) has no vector of its own" : " needs a vector of dim floats"));
+            if (!finite_vector(sr.vector)) throw InvalidArgument(sw + ": vector has NaN or inf");
+            if (sr.text.empty() || sr.text.size() > kMaxStatementBytes)
+                throw InvalidArgument(sw + ": text must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
+            if (std::find(r.owners.begin(), r.owners.end(), sr.owner) == r.owners.end())
+                throw InvalidArgument(sw + " names '" + sr.owner + "', not an owner of the record");
+        }
     }
     for (const MergeRow& m : b.merges) {
         check_owner_name(m.owner);
@@ -145,6 +167,10 @@ void Store::restore(const LoadBatch& b) {
                 if (!add_owner(txn, r.id, oid)) throw InvalidArgument(what + " names owner '" + r.owners[i] + "' twice");
                 journal(txn, i == 0 ? kAdd : kOwn, r.id, oid);
             }
+            for (const SaidRow& sr : r.said)
+                put_said(txn, r.id, sr.n, ensure_owner(txn, sr.owner), sr.round,
+                         sr.vector.empty() ? nullptr : sr.vector.data(),
+                         sr.text == r.text ? std::string_view() : std::string_view(sr.text));
             for (uint64_t e : r.edges) {
                 if (e == r.id) throw InvalidArgument(what + " has an edge to itself");
                 if (e > r.id) continue;  // added when record e lists this one

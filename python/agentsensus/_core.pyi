@@ -65,7 +65,9 @@ _LineageOp = tuple[LineageKind, str, str, bytes, bytes, int, list[tuple[str, int
 _RestoreOp = tuple[LineageKind, str, str, bytes, bytes, int, list[tuple[str, int]], bool]
 # (id, text, owners, round, deposit, edges, text digests): a record as export
 # and import move it (its vector travels in a separate float32 array)
-_DumpRow = tuple[int, str, Sequence[str], int, int, list[int], list[bytes]]
+# A said row: (n, owner, round, text, vector bytes: native float32, empty for row 0).
+_SaidRow = tuple[int, str, int, str, bytes]
+_DumpRow = tuple[int, str, Sequence[str], int, int, list[int], list[bytes], list[_SaidRow]]
 
 class Error(Exception):
     """Base of the engine's own errors (``agentsensus.Error``)."""
@@ -127,7 +129,21 @@ class Engine:
     def get(self, id: int, /) -> _Row: ...
     def neighbors(self, id: int, /) -> list[int]: ...
     def owned(self, owner: str, /) -> list[int]: ...
-    def forget(self, owner: str, id: int, /) -> None: ...
+    def forget(
+        self,
+        owner: str,
+        id: int,
+        expected_text: str,
+        expected_rows: int,
+        expected_last: int,
+        text: str,
+        vector_from: int,
+        digests: list[bytes],
+    ) -> bool:
+        """``owner`` leaves record ``id`` by a plan of ``forget_plan``; False
+        when the record changed since the plan read it (nothing written)."""
+    def said(self, id: int) -> tuple[str, list[tuple[int, str, int, str]]]:
+        """The record's text and its statements (n, owner, round, text)."""
     def records(self, after: int, limit: int, /) -> list[_Row]: ...
     def verify(self) -> list[str]: ...
     def repair(self, digests: list[tuple[int, bytes]], /) -> None: ...

@@ -13,6 +13,7 @@ import numpy as np
 from . import _core, judges
 from .deposit_plan import BatchPlanner, Item
 from .errors import ContentionError, Error
+from .forget_plan import plan_forget
 from .normalize import text_digest
 from .policies import MergePolicy, resolve
 from .records import Deposit, Memory, Merge, Stats
@@ -367,9 +368,19 @@ class Store:
 
     def forget(self, owner: str, id: int) -> None:
         """``owner`` leaves the record's owner set; a record left with no owner
-        is deleted, with its edges and merge-log entries. ``KeyError`` when
-        the record is absent or ``owner`` does not own it."""
-        self._writable().forget(check_owner(owner), _check_id(id))
+        is deleted, with its edges and merge-log entries. When other owners
+        remain, ``owner``'s statements leave the merge log, and a text (or
+        vector) that is ``owner``'s becomes another owner's statement, as
+        the merge policy chooses (``compact`` then takes the words off the
+        disk). ``KeyError`` when the record is absent or ``owner`` does not
+        own it."""
+        engine = self._writable()
+        owner, rid = check_owner(owner), _check_id(id)
+        for _ in range(_MAX_ATTEMPTS):
+            text, rows = engine.said(rid)
+            if engine.forget(owner, rid, *plan_forget(owner, text, rows, self._policy)):
+                return
+        raise ContentionError(f"forget gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing record {rid}")
 
     def stats(self) -> Stats:
         """Store-wide counts (see :class:`Stats`)."""
@@ -402,6 +413,8 @@ class Store:
         other processes first."""
         engine = self._writable()
         digests: list[tuple[int, bytes]] = [(m.id, text_digest(m.text)) for m in self.records()]
+        for rid, _ in list(digests):  # the statements forget may have left in said rows only
+            digests += [(rid, text_digest(said[3])) for said in engine.said(rid)[1]]
         for m in self.merges():
             digests += [(m.survivor, text_digest(m.kept)), (m.survivor, text_digest(m.discarded))]
         engine.repair(digests)

@@ -11,7 +11,10 @@ One JSON object per line, each with a ``"type"``, in this order:
   (the number of the deposit that created it), ``edges`` (the affiliation
   neighbours, ascending), ``digests`` (hex digests of the normalized texts
   that exact-duplicate detection maps to it) and ``vector`` (the stored
-  float32 vector, little-endian, base64), one per record in id order;
+  float32 vector, little-endian, base64) and ``said`` (the statements that
+  ended in it, each ``n``, ``owner``, ``round``, ``text`` and, but for
+  ``n`` 0, whose vector is the record's, its ``vector`` as above), one per
+  record in id order;
 - ``merge``: ``seq``, ``survivor``, ``kept``, ``discarded``, ``owner``,
   ``round``, the merge log oldest first;
 - ``key``: a Planfence key with its ``owner``, ``head``, every ``versions``
@@ -40,8 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "Exported", "export_rows", "export_jsonl"]
 
 #: The version of the line format above. Format 1 (no vectors, digests or
-#: version inputs) could not be imported.
-FORMAT = 2
+#: version inputs) could not be imported; format 2 (no ``said``) still is.
+FORMAT = 3
 
 _PAGE = 1024
 
@@ -71,6 +74,10 @@ def _key_row(store: "Store", key: str) -> dict[str, Any]:
             "frontier": frontier}
 
 
+def _b64_f32(vec: Any) -> str:
+    return base64.b64encode(np.ascontiguousarray(vec, dtype="<f4").tobytes()).decode("ascii")
+
+
 def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
     engine = store._handles().engine
     after = 0
@@ -78,10 +85,13 @@ def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
         rows, vectors = engine.dump(after, _PAGE)
         if not rows:
             return
-        for (rid, text, owners, rnd, deposit, edges, digests), vec in zip(rows, vectors):
+        for (rid, text, owners, rnd, deposit, edges, digests, said), vec in zip(rows, vectors):
             yield {"type": "record", "id": rid, "text": text, "owners": sorted(owners), "round": rnd,
                    "deposit": deposit, "edges": list(edges), "digests": [d.hex() for d in digests],
-                   "vector": base64.b64encode(np.ascontiguousarray(vec, dtype="<f4").tobytes()).decode("ascii")}
+                   "vector": _b64_f32(vec),
+                   "said": [{"n": n, "owner": o, "round": r, "text": t,
+                             **({"vector": _b64_f32(np.frombuffer(vb, dtype=np.float32))} if vb else {})}
+                            for n, o, r, t, vb in said]}
         after = rows[-1][0]
 
 

@@ -99,6 +99,7 @@ class _Loader:
         self.agents: list[str] = agents
         counters = _get(header, "counters", dict)
         self.counters = (_uint(counters, "next_id"), _uint(counters, "next_merge"), _uint(counters, "deposits"))
+        self.format: int = header["format"]
         self.rows: list[tuple[Any, ...]] = []
         self.vectors: list[np.ndarray] = []
         self.merges: list[tuple[Any, ...]] = []
@@ -147,8 +148,19 @@ class _Loader:
                 self.pending_edges.remove((e, rid))
             else:
                 raise _Bad(f"record {rid} lists an edge to record {e}, which does not list it back")
+        said = []
+        for st in row.get("said", []) if self.format >= 3 else []:
+            if not isinstance(st, dict):
+                raise _Bad("'said' must be a list of objects")
+            vec = b""
+            if "vector" in st:
+                vec = _b64(st, "vector")
+                if len(vec) != 4 * self.dim:
+                    raise _Bad(f"a 'said' vector holds {len(vec)} bytes, not {4 * self.dim}")
+                vec = np.frombuffer(vec, dtype="<f4").astype(np.float32).tobytes()
+            said.append((_uint(st, "n"), _get(st, "owner", str), _uint(st, "round"), _get(st, "text", str), vec))
         self.rows.append((rid, _get(row, "text", str), owners, _uint(row, "round"), _uint(row, "deposit"), edges,
-                          digests))
+                          digests, said))
         self.vectors.append(np.frombuffer(raw, dtype="<f4").astype(np.float32))
         if len(self.rows) >= self.batch:
             self._flush()
@@ -260,8 +272,8 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
     if header["type"] != "store":
         raise ValueError("line 1: the first line must be the \"store\" line")
     fmt = header.get("format")
-    if fmt != FORMAT:
-        raise ValueError(f"line 1: export format {fmt!r}; this version imports format {FORMAT} "
+    if fmt not in (2, FORMAT) or isinstance(fmt, bool):
+        raise ValueError(f"line 1: export format {fmt!r}; this version imports formats 2 and {FORMAT} "
                          f"(format 1 has no vectors: export the store again with this version)")
     try:
         dim, metric = _uint(header, "dim"), _get(header, "metric", str)

@@ -1,0 +1,212 @@
+"""forget removes the forgetter's words from a record that others keep: the
+said rows, the merge log, the kept text and (when it was theirs) the vector;
+after compact, no byte of them is left in data.mdb or the index file."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentsensus import Store
+from agentsensus.io.compact import compact
+from agentsensus.io.export import export_jsonl
+from agentsensus.io.importer import import_jsonl
+
+from helpers import near, unit
+
+
+def first(requests):
+    """Merges every statement into its nearest candidate."""
+    return [r.candidates[0].id if r.candidates else None for r in requests]
+
+
+TEXTS = {
+    "alice": "alice saw the red door qzalicewords open at dawn by the river",
+    "bob": "red door qzbobwords",
+    "carol": "the red door qzcarolwords opened",
+}
+
+
+def on_disk(path: str, word: str) -> list[str]:
+    """The files of the store whose raw bytes hold word."""
+    hits = []
+    for name in ("data.mdb", "index.usearch"):
+        p = os.path.join(path, name)
+        if os.path.exists(p) and word.encode() in open(p, "rb").read():
+            hits.append(name)
+    return hits
+
+
+def exported(s: Store) -> str:
+    out = io.StringIO()
+    export_jsonl(s, out)
+    return out.getvalue()
+
+
+def three_owners(s: Store) -> int:
+    base = unit(1)
+    rid = s.deposit("alice", [TEXTS["alice"]], base).ids[0]
+    for n, owner in enumerate(("bob", "carol"), 2):
+        assert s.deposit(owner, [TEXTS[owner]], near(base, n), judge=first).ids == [rid]
+    return rid
+
+
+def test_kept_wording_becomes_the_policys_choice_among_the_others(store_path):
+    with Store(store_path, dim=16) as s:
+        rid = three_owners(s)
+        assert s.get(rid).text == TEXTS["bob"]  # keep_shorter kept bob's
+        assert "qzbobwords" in exported(s)
+        s.forget("bob", rid)
+        m = s.get(rid)
+        assert m.owners == {"alice", "carol"}
+        assert m.text == TEXTS["carol"]  # the shorter of the two that remain
+        assert all("qzbobwords" not in (x.kept + x.discarded) and x.owner != "bob" for x in s.merges())
+        assert "qzbobwords" not in exported(s)
+        assert [r[3] for r in s._handles().engine.said(rid)[1]] == [TEXTS["alice"], TEXTS["carol"]]
+        assert s.verify() == []
+        assert "qzbobwords" in open(os.path.join(store_path, "data.mdb"), "rb").read().decode("latin-1")
+    compact(store_path)
+    assert on_disk(store_path, "qzbobwords") == []
+    with Store(store_path) as s:
+        assert s.get(rid).text == TEXTS["carol"]
+        assert s.verify() == []
+
+
+def test_keep_names_chooses_among_the_others(tmp_path):
+    with Store(str(tmp_path / "s"), dim=16, merge_policy="keep_names") as s:
+        base = unit(1)
+        rid = s.deposit("a", ["Romeo met Juliet at the feast qzaw"], base).ids[0]
+        s.deposit("b", ["They met qzbw"], near(base, 2), judge=first)  # drops names: a's text stays
+        s.deposit("c", ["Romeo met Juliet qzcw"], near(base, 3), judge=first)
+        assert s.get(rid).text == "Romeo met Juliet qzcw"
+        s.forget("c", rid)
+        # keep_names over a's and b's statements keeps the one with the names.
+        assert s.get(rid).text == "Romeo met Juliet at the feast qzaw"
+        assert "qzcw" not in exported(s)
+
+
+def test_the_creators_forget_moves_the_vector_to_the_kept_statement(store_path):
+    base = unit(1)
+    with Store(store_path, dim=16) as s:
+        rid = three_owners(s)
+        s.forget("alice", rid)
+        assert s.get(rid).text == TEXTS["bob"]
+        line = next(ln for ln in exported(s).splitlines() if '"type": "record"' in ln)
+        vec = np.frombuffer(base64.b64decode(line.split('"vector": "')[1].split('"')[0]), "<f4")
+        np.testing.assert_allclose(vec, near(base, 2), atol=1e-6)  # bob's statement's vector
+        assert [(r[0], r[1]) for r in s._handles().engine.said(rid)[1]][0] == (0, "bob")
+        assert [m.id for m in s.recall("carol", near(base, 2), k=1)] == [rid]
+        assert s.verify() == []
+    compact(store_path)
+    assert on_disk(store_path, "qzalicewords") == []
+    with Store(store_path) as s:  # the saved index holds the new vector
+        assert s.verify() == []
+        assert s.recall("bob", near(base, 2), k=1)[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_last_owner_forget_is_a_delete(store_path):
+    with Store(store_path, dim=16) as s:
+        rid = three_owners(s)
+        for owner in ("bob", "alice", "carol"):
+            s.forget(owner, rid)
+        with pytest.raises(KeyError):
+            s.get(rid)
+        assert list(s.merges()) == [] and s.stats().records == 0
+    compact(store_path)
+    for owner in TEXTS:
+        assert on_disk(store_path, f"qz{owner}words") == []
+
+
+def test_export_and_import_keep_the_statements(tmp_path):
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    with Store(src, dim=16) as s:
+        rid = three_owners(s)
+        text = exported(s)
+    import_jsonl(io.StringIO(text), dst)
+    with Store(dst) as s:
+        s.forget("bob", rid)
+        assert s.get(rid).text == TEXTS["carol"]
+        assert s.verify() == []
+
+
+def test_a_format_2_export_imports_without_statements(tmp_path):
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    with Store(src, dim=16) as s:
+        rid = three_owners(s)
+        lines = exported(s).splitlines()
+    old = [lines[0].replace('"format": 3', '"format": 2')] + lines[1:]
+    import_jsonl(io.StringIO("\n".join(old)), dst)
+    with Store(dst) as s:
+        assert s._handles().engine.said(rid)[1] == []
+        s.forget("carol", rid)  # what schema 1 knew: the owner's merge-log entries go
+        assert all(m.owner != "carol" for m in s.merges())
+        assert s.verify() == []
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 3), st.booleans()), min_size=1, max_size=14),
+       st.sampled_from(["keep_shorter", "keep_names"]))
+def test_no_word_of_a_forget_survives_compact(ops, policy):
+    """Owners deposit statements (each with a unique word) about four
+    events, merging into the event's record or not, and forget some of
+    their records; every forgotten statement's word is gone from the API,
+    the export and, after compact, the files."""
+    path = tempfile.mkdtemp(prefix="forget-prop-")
+    try:
+        said: dict[tuple[str, int], list[str]] = {}  # (owner, record) -> words
+        gone: set[str] = set()
+        with Store(path, dim=16, merge_policy=policy, min_similarity=0.5) as s:
+            for n, (owner, event, is_forget) in enumerate(ops):
+                mine = [rid for (o, rid) in said if o == owner]
+                if is_forget and mine:
+                    rid = mine[n % len(mine)]
+                    s.forget(owner, rid)
+                    gone.update(said.pop((owner, rid)))
+                    continue
+                word = f"qz{n}w"
+                text = f"{'long ' * (n % 4)}event {event} seen by {owner.upper()} {word}"
+                dep = s.deposit(owner, [text], near(unit(100 + event), n, 0.02),
+                                judge=first if n % 3 else (lambda r: [None] * len(r)))
+                said.setdefault((owner, dep.ids[0]), []).append(word)
+            assert s.verify() == []
+            dump = exported(s)
+            for word in gone:
+                assert word not in dump
+        compact(path)
+        for word in gone:
+            assert on_disk(path, word) == []
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_process_catching_up_over_the_new_vector_adds_it_once(store_path):
+    """A saved index from before the record, then (in a process that dies
+    without saving) its creation, its creator's forget and the new vector:
+    the next open catches up over add, delete and add of one id."""
+    with Store(store_path, dim=16) as s:
+        s.deposit("zed", ["an unrelated event"], unit(50))
+    code = f"""
+import os, sys
+sys.path.insert(0, {os.path.dirname(__file__)!r})
+from agentsensus import Store
+from test_forget import three_owners
+s = Store({store_path!r})
+rid = three_owners(s)
+s.forget("alice", rid)
+os._exit(0)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    with Store(store_path) as s:
+        assert s.verify() == []
+        hit = s.recall("bob", near(unit(1), 2), k=1)[0]
+        assert hit.text == TEXTS["bob"] and hit.score == pytest.approx(1.0, abs=1e-5)
