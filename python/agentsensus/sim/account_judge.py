@@ -80,7 +80,9 @@ class AccountJudge:
 
     def _weight(self, words: frozenset[str]) -> float:
         n = self._docs + 1
-        return sum(math.log((n + 1) / (self._df[w] + 1)) + 1.0 for w in words)
+        # Summed in sorted order: a set's order changes with the process's hash seed, and
+        # float sums in another order differ in the last bit, which can flip a threshold.
+        return sum(math.log((n + 1) / (self._df[w] + 1)) + 1.0 for w in sorted(words))
 
     def read(self, statement: str) -> None:
         """Counts the words of a statement for the idf weights (each request does this)."""

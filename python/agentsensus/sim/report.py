@@ -330,6 +330,12 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
                         [["sim entries"] + [hz["consensus"][r]["sim"] for r in cols],
                          ["sim shared"] + [f"{hz['consensus'][r]['sim_shared_pct']:.1f}%" for r in cols],
                          ["whole store shared"] + [f"{hz['consensus'][r]['shared_pct']:.1f}%" for r in cols]]))
+        pcts = [hz["consensus"][r]["sim_shared_pct"] for r in cols]
+        if len(pcts) > 1 and pcts[-1] < pcts[0]:
+            p.append("<p class='note'>Sharing over sim entries does not rise here. The continuation opens where "
+                     "the play ends, most survivors standing together, so the first rounds' events have many "
+                     "witnesses; as the agents disperse new entries have fewer, while retelling news to those who "
+                     "did not see it adds owners to older ones.</p>")
         p.append(f"<p class='paper'>Paper: {PAPER['horizon']}.</p>")
 
     # Graph figures.
