@@ -66,7 +66,13 @@ def sdist(package: str, version: str) -> Path:
                 if got != digest:
                     raise RuntimeError(f"{archive.name} has sha256 {got}, not the pinned {digest}")
                 with tarfile.open(archive) as tar:
-                    tar.extractall(work / "x", filter="data")
+                    if hasattr(tarfile, "data_filter"):
+                        tar.extractall(work / "x", filter="data")
+                    else:  # Python before 3.10.12: no extraction filters; refuse what would escape
+                        names = [m.name for m in tar.getmembers()]
+                        if any(n.startswith(("/", "..")) or "/../" in n for n in names):
+                            raise RuntimeError(f"{archive.name} holds paths outside its top directory")
+                        tar.extractall(work / "x")
                 (top,) = list((work / "x").iterdir())
                 top.rename(done)
             finally:
