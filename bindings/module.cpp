@@ -5,6 +5,7 @@
 #include "compact.hpp"
 #include "engine.hpp"
 #include "page_check.hpp"
+#include "visible_text.hpp"
 
 using namespace agentsensus_py;
 
@@ -34,6 +35,11 @@ PYBIND11_MODULE(_core, m) {
     m.attr("MAX_OWNER_BYTES") = kMaxOwnerBytes;
     m.attr("MAX_OWNERS_PER_RECORD") = kMaxOwnersPerRecord;
     m.attr("MAX_DIM") = kMaxDim;
+    {
+        py::list ranges;  // the engine's invisible code points, for validation.py
+        for (const CodeRange& r : kInvisibleRanges) ranges.append(py::make_tuple(r.lo, r.hi));
+        m.attr("INVISIBLE_RANGES") = ranges;
+    }
 
     py::native_enum<Metric>(m, "Metric", "enum.Enum", "The similarity a store compares vectors with.")
         .value("cos", Metric::cos)

@@ -15,6 +15,7 @@
 #include "limits.hpp"
 #include "parallel.hpp"
 #include "schema.hpp"
+#include "visible_text.hpp"
 
 namespace agentsensus {
 
@@ -1201,6 +1202,8 @@ std::vector<std::vector<float>> Store::validate_plans(const std::vector<DepositP
         const DepositPlan& d = plans[p];
         if (d.owner.empty() || d.owner.size() > kMaxOwnerBytes)
             throw InvalidArgument("owner must be 1 to " + std::to_string(kMaxOwnerBytes) + " bytes");
+        if (has_control(d.owner)) throw InvalidArgument("owner has a control character");
+        if (!has_visible(d.owner)) throw InvalidArgument("owner has no visible character");
         if (d.statements.empty() || d.statements.size() > kMaxStatementsPerDeposit)
             throw InvalidArgument("a deposit holds 1 to " + std::to_string(kMaxStatementsPerDeposit) + " statements");
         vecs[p].resize(d.statements.size() * dim_);
@@ -1208,6 +1211,8 @@ std::vector<std::vector<float>> Store::validate_plans(const std::vector<DepositP
             const StatementPlan& s = d.statements[i];
             if (s.text.empty() || s.text.size() > kMaxStatementBytes)
                 throw InvalidArgument("statement must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
+            if (!has_visible(s.text)) throw InvalidArgument("statement has no visible character");
+            if (s.target != 0 && !has_visible(s.kept)) throw InvalidArgument("kept text has no visible character");
             prepare_vector(s.vector, vecs[p].data() + i * dim_);
             if (s.target < 0 && static_cast<size_t>(-s.target) > new_count)
                 throw InvalidArgument("a merge names a new record that comes later in the commit");

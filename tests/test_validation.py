@@ -41,7 +41,18 @@ CASES = [
     ("a", ["x"], OK, 1.5, TypeError, "round must be an int"),
     ("a", ["x"], OK, True, TypeError, "round must be an int"),
     ("a", ["x"], None, 0, ValueError, "no embed function"),
+    ("\x00", ["x"], OK, 0, ValueError, r"owner has a control character \(U\+0000 at index 0\)"),
+    ("ali\x00ce", ["x"], OK, 0, ValueError, r"owner has a control character \(U\+0000 at index 3\)"),
+    ("bob\n", ["x"], OK, 0, ValueError, "owner has a control character"),
+    ("\x85bob", ["x"], OK, 0, ValueError, r"owner has a control character \(U\+0085"),
+    ("\u200b", ["x"], OK, 0, ValueError, "owner has no visible character"),
+    ("\u200b\ufeff\u2060", ["x"], OK, 0, ValueError, "owner has no visible character"),
+    ("a", ["\x00"], OK, 0, ValueError, r"statements\[0\] has no visible character"),
+    ("a", ["\x00\x00 \u200b\u200d"], OK, 0, ValueError, r"statements\[0\] has no visible character"),
+    ("a", ["\u3164\ufe0f\U000e0041"], OK, 0, ValueError, r"statements\[0\] has no visible character"),
 ]
+
+VISIBLE = ["a", "\u00e9", "\u4e2d", "\U0001f600", "0", ".", "a\x00b", "\u200bx"]
 
 
 @pytest.mark.parametrize("owner, statements, vectors, rnd, error, message", CASES)
@@ -110,3 +121,41 @@ def test_constructor_errors(store_path):
     with pytest.raises(ValueError, match="merge_policy"):
         Store(store_path, dim=DIM, merge_policy="longest")
     Store(store_path, dim=DIM).close()
+
+
+@pytest.mark.parametrize("text", VISIBLE)
+def test_text_with_one_visible_character_is_accepted(store, text):
+    """The refusal is of texts that show nothing, not of odd characters."""
+    d = store.deposit("a", [text], unit(9)[None])
+    assert store.get(d.ids[0]).text == text
+
+
+@pytest.mark.parametrize("owner, statement, message", [
+    ("\x00", "x", "owner has a control character"),
+    ("\u200b", "x", "owner has no visible character"),
+    ("a", "\x00", "statement has no visible character"),
+    ("a", "\u200b\u200c", "statement has no visible character"),
+])
+def test_the_engine_refuses_the_same_without_python(store, owner, statement, message):
+    """A direct engine commit (past the Python checks) is refused by the
+    engine's own check (cpp/visible_text.hpp), with nothing written."""
+    from agentsensus.normalize import text_digest
+
+    engine = store._handles().engine
+    before = snapshot(store)
+    plan = [(owner, 0, [statement], text_digest(statement), unit(3)[None], [0], [None], [None])]
+    with pytest.raises(ValueError, match=message):
+        engine.commit(plan, 0, 0.75)
+    assert snapshot(store) == before
+
+
+def test_the_engine_and_python_share_one_table_of_invisible_characters():
+    import sys
+
+    from agentsensus import _core
+    from agentsensus.validation import _invisible
+
+    ranges = [tuple(r) for r in _core.INVISIBLE_RANGES]
+    assert (0, 0x20) in ranges and any(lo <= 0x200B <= hi for lo, hi in ranges)
+    for cp in range(0, sys.maxunicode + 1, 7):
+        assert _invisible(chr(cp)) == any(lo <= cp <= hi for lo, hi in ranges)

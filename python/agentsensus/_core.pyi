@@ -18,6 +18,8 @@ MAX_STATEMENTS_PER_DEPOSIT: int
 MAX_OWNER_BYTES: int
 MAX_OWNERS_PER_RECORD: int
 MAX_DIM: int
+# Code points that show nothing, as inclusive (lo, hi) ranges (cpp/visible_text.hpp).
+INVISIBLE_RANGES: list[tuple[int, int]]
 VALUE_DIGEST_BYTES: int
 MAX_KEY_BYTES: int
 MAX_VALUE_BYTES: int

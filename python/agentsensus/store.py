@@ -343,7 +343,7 @@ class Store:
         ``expand``, the records one affiliation edge away from them that
         ``owner`` also owns. Never returns a record ``owner`` does not own."""
         engine = self._handles().engine
-        owner = check_owner(owner)
+        owner = check_owner(owner, existing=True)
         k = check_k(k)
         if isinstance(query, str):
             if self.embed is None:
@@ -364,7 +364,7 @@ class Store:
 
     def owned(self, owner: str) -> list[int]:
         """Record ids ``owner`` owns, ascending."""
-        return list(self._handles().engine.owned(check_owner(owner)))
+        return list(self._handles().engine.owned(check_owner(owner, existing=True)))
 
     def forget(self, owner: str, id: int) -> None:
         """``owner`` leaves the record's owner set; a record left with no owner
@@ -375,7 +375,7 @@ class Store:
         disk). ``KeyError`` when the record is absent or ``owner`` does not
         own it."""
         engine = self._writable()
-        owner, rid = check_owner(owner), _check_id(id)
+        owner, rid = check_owner(owner, existing=True), _check_id(id)
         for _ in range(_MAX_ATTEMPTS):
             text, rows = engine.said(rid)
             if engine.forget(owner, rid, *plan_forget(owner, text, rows, self._policy)):

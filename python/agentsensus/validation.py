@@ -3,7 +3,9 @@ argument and what was wrong, and is raised before anything is written."""
 
 from __future__ import annotations
 
+import bisect
 import numbers
+import unicodedata
 from typing import Any
 
 import numpy as np
@@ -11,12 +13,39 @@ import numpy.typing as npt
 
 from . import _core
 
-__all__ = ["check_text", "check_owner", "check_statements", "check_round", "check_vectors", "check_query", "check_k"]
+__all__ = ["check_text", "check_visible", "check_owner", "check_statements", "check_round", "check_vectors", "check_query", "check_k"]
 
 MAX_STATEMENT_BYTES: int = _core.MAX_STATEMENT_BYTES
 MAX_STATEMENTS_PER_DEPOSIT: int = _core.MAX_STATEMENTS_PER_DEPOSIT
 MAX_OWNER_BYTES: int = _core.MAX_OWNER_BYTES
 MAX_OWNERS_PER_RECORD: int = _core.MAX_OWNERS_PER_RECORD
+
+# The engine's table of code points that show nothing (cpp/visible_text.hpp):
+# controls, blanks, zero-width and other format characters.
+_INVISIBLE: list[tuple[int, int]] = sorted(tuple(r) for r in _core.INVISIBLE_RANGES)
+_INVISIBLE_LO = [lo for lo, _ in _INVISIBLE]
+
+
+def _invisible(ch: str) -> bool:
+    cp = ord(ch)
+    i = bisect.bisect_right(_INVISIBLE_LO, cp) - 1
+    return i >= 0 and cp <= _INVISIBLE[i][1]
+
+
+def check_visible(value: str, name: str) -> str:
+    """Refuses text with no visible character after NFKC normalization
+    (only NUL, blanks, zero-width or other format characters): it would
+    be stored as a text nobody can read."""
+    if all(_invisible(ch) for ch in unicodedata.normalize("NFKC", value)):
+        raise ValueError(f"{name} has no visible character, got {value!r}")
+    return value
+
+
+def _check_no_control(value: str, name: str) -> str:
+    for i, ch in enumerate(value):
+        if unicodedata.category(ch) == "Cc":
+            raise ValueError(f"{name} has a control character (U+{ord(ch):04X} at index {i}), got {value!r}")
+    return value
 
 
 def check_text(value: Any, name: str, limit: int, empty: str) -> str:
@@ -35,9 +64,16 @@ def check_text(value: Any, name: str, limit: int, empty: str) -> str:
     return value
 
 
-def check_owner(owner: Any, name: str = "owner") -> str:
-    """An owner name: a non-empty str of at most MAX_OWNER_BYTES UTF-8 bytes."""
-    return check_text(owner, name, MAX_OWNER_BYTES, f"{name} must be a non-empty name, got {owner!r}")
+def check_owner(owner: Any, name: str = "owner", *, existing: bool = False) -> str:
+    """An owner name: a non-empty str of at most MAX_OWNER_BYTES UTF-8 bytes,
+    with no control character (NUL among them) and a visible one. With
+    ``existing`` (reads and forget) only the first two: a store written
+    before the last two checks may hold such a name, and it must stay
+    readable and forgettable."""
+    value = check_text(owner, name, MAX_OWNER_BYTES, f"{name} must be a non-empty name, got {owner!r}")
+    if existing:
+        return value
+    return check_visible(_check_no_control(value, name), name)
 
 
 def check_statements(statements: Any, name: str = "statements") -> list[str]:
@@ -55,6 +91,7 @@ def check_statements(statements: Any, name: str = "statements") -> list[str]:
         raise ValueError(f"{name} has {len(out)} statements; the limit is {MAX_STATEMENTS_PER_DEPOSIT}")
     for i, s in enumerate(out):
         check_text(s, f"{name}[{i}]", MAX_STATEMENT_BYTES, f"{name}[{i}] is empty or only whitespace")
+        check_visible(s, f"{name}[{i}]")
     return out
 
 
