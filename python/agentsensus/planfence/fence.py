@@ -156,14 +156,19 @@ def _core_call(fn: Callable[..., Any], *args: Any) -> Any:
         raise UnknownKeyError(str(e.args[0]) if e.args else str(e)) from None
 
 
+# The engine's StaleWhy members, bound once: a check reads a reason per stale
+# row, and an enum attribute lookup costs about 100 ns.
+_MOVED, _UNKNOWN, _MALFORMED = _core.StaleWhy.moved, _core.StaleWhy.unknown, _core.StaleWhy.malformed
+
+
 def _stale_reason(
     key: str, owner: str, recorded: int, head: int, why: _core.StaleWhy, owner_error: Optional[str]
 ) -> str:
-    if why is _core.StaleWhy.moved:
+    if why is _MOVED:
         return f"{key!r} moved from version {recorded} to {head} at owner {owner!r}"
-    if why is _core.StaleWhy.unknown:
+    if why is _UNKNOWN:
         return f"owner {owner!r} does not know {key!r}"
-    if why is _core.StaleWhy.malformed:
+    if why is _MALFORMED:
         return f"owner {owner!r} sent a malformed answer" + (f": {owner_error}" if owner_error else "")
     if owner_error and f"owner {owner!r}" in owner_error:
         return owner_error  # the transport's message already names the owner
