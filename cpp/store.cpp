@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -228,8 +229,28 @@ static void remove_dead_index_temps(const std::string& dir) {
     closedir(d);
 }
 
+// Removes compact.tmp/, the copy a compaction that died left behind. It is
+// provably abandoned once this process has the store open: a compaction
+// holds LMDB's open lock exclusively from before it creates the copy until
+// it is done, so this open waited for any running one, and none can start
+// while the store is open (compact_store).
+static void remove_abandoned_compaction(const std::string& dir) {
+    const std::string tmp = dir + "/compact.tmp";
+    DIR* d = opendir(tmp.c_str());
+    if (!d) return;
+    while (dirent* e = readdir(d)) {
+        std::string name = e->d_name;
+        if (name != "." && name != "..") std::remove((tmp + "/" + name).c_str());
+    }
+    closedir(d);
+    rmdir(tmp.c_str());
+}
+
 void Store::open_index() {
-    if (!env_->readonly()) remove_dead_index_temps(dir_);
+    if (!env_->readonly()) {
+        remove_dead_index_temps(dir_);
+        remove_abandoned_compaction(dir_);
+    }
     std::unique_lock<std::shared_mutex> lock(index_mu_);
     ReadTxn t(*env_);
     uint64_t end = journal_end(t.get());

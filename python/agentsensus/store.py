@@ -14,6 +14,7 @@ from . import _core, judges
 from .deposit_plan import BatchPlanner, Item
 from .errors import ContentionError, Error
 from .forget_plan import plan_forget
+from .io.leftovers import remove_abandoned_imports
 from .normalize import text_digest
 from .policies import MergePolicy, resolve
 from .records import Deposit, Memory, Merge, Stats
@@ -118,6 +119,8 @@ class Store:
         self.path = os.fspath(path)
         if not create and not os.path.isdir(self.path):
             raise FileNotFoundError(f"no store at {self.path} (create=False)")
+        if not readonly:
+            remove_abandoned_imports(self.path)  # a killed import's directory beside it
         # One open per store per process, keyed on the directory's identity,
         # is the engine's rule (cpp/open_registry.hpp): a second open raises Error.
         try:

@@ -13,6 +13,7 @@ import os
 from typing import NamedTuple, Union
 
 from .. import _core
+from .leftovers import remove_abandoned_imports
 
 __all__ = ["compact", "Compacted"]
 
@@ -39,5 +40,7 @@ def compact(path: Union[str, "os.PathLike[str]"]) -> Compacted:
         raise FileNotFoundError(f"no store at {p}")
     # The engine refuses a store open in this process, under any path to
     # it (cpp/open_registry.hpp), and one open in another (LMDB's lock).
+    # It also replaces a compact.tmp/ an interrupted compaction left.
+    remove_abandoned_imports(p)
     before, after = _core.compact(p)
     return Compacted(int(before), int(after))

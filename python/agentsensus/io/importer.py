@@ -25,6 +25,7 @@ import numpy as np
 from .. import _core
 from ..errors import Error
 from .export import FORMAT
+from .leftovers import PREFIX, hold, release, remove_abandoned_imports
 from ..planfence.fence import value_digest
 
 if TYPE_CHECKING:
@@ -332,11 +333,14 @@ def import_jsonl(lines: Iterable[str], path: Union[str, "os.PathLike[str]"], *, 
     if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
         raise FileExistsError(f"{target} exists and is not empty: import writes a new store")
     parent = os.path.dirname(os.path.abspath(target))
-    tmp = tempfile.mkdtemp(prefix=os.path.basename(os.path.abspath(target)) + ".importing-", dir=parent)
+    remove_abandoned_imports(target)
+    tmp = tempfile.mkdtemp(prefix=os.path.basename(os.path.abspath(target)) + PREFIX, dir=parent)
+    lock = hold(tmp)  # in use until closed: see io/leftovers.py
     try:
         result = _load(lines, tmp, batch, progress)
         if os.path.isdir(target):
             os.rmdir(target)
+        release(tmp)
         os.rename(tmp, target)
         fd = os.open(parent, os.O_RDONLY)  # the rename itself survives a crash
         try:
@@ -347,3 +351,5 @@ def import_jsonl(lines: Iterable[str], path: Union[str, "os.PathLike[str]"], *, 
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        os.close(lock)
