@@ -351,6 +351,238 @@ std::vector<std::string> Store::verify() {
     return Verifier(*this, rt.get()).run();
 }
 
+// Store::repair's steps, in the order they run inside its one write
+// transaction. The primary tables (schema.hpp) are read first; each later
+// step rebuilds derived tables from them and from the records kept. Every
+// decision comes from sequential scans: a damaged key can leave a table out
+// of order, and LMDB's lookups by key then miss entries.
+class Repairer {
+public:
+    Repairer(Store& s, MDB_txn* t) : s_(s), t_(t), db_(s.db_) {}
+
+    void run(const std::vector<std::pair<uint64_t, std::string>>& digests, const unsigned char* fresh_uuid) {
+        read_owners();
+        keep_sound_records();
+        rebuild_owner_sets();
+        rebuild_owners_by_name();
+        rebuild_edges();
+        prune_merge_log();
+        prune_said_rows();
+        rebuild_text_index(digests);
+        rebuild_journal(fresh_uuid);
+    }
+
+private:
+    // Owner names by id, and every owner-set entry as it lies.
+    void read_owners() {
+        each(t_, db_.owner_names, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size == 4) names_[read_be32(k.mv_data)] = std::string(view(v));
+        });
+        each(t_, db_.owners, [&](MDB_val& k, MDB_val& v) {
+            uint32_t a = v.mv_size == 4 ? load<uint32_t>(v.mv_data) : 0;
+            owner_rows_.emplace_back(std::string(view(k)), a);
+            if (k.mv_size == 8 && names_.count(a)) owned_.insert(read_be64(k.mv_data));
+        });
+    }
+
+    // Scans a table of be64 keys: the sound entries by id, and whether
+    // lookups by key can be trusted (keys in order, and each one found again
+    // by a lookup: a damaged branch key misroutes lookups while the leaves
+    // still scan in order).
+    bool scan(MDB_dbi dbi, const std::function<bool(uint64_t, const MDB_val&)>& sound,
+              std::unordered_set<uint64_t>& ids) {
+        uint64_t prev = 0;
+        bool ordered = true;
+        each(t_, dbi, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 8) {
+                ordered = false;
+                return;
+            }
+            uint64_t id = read_be64(k.mv_data);
+            MDB_val found;
+            if (id <= prev || !agentsensus::get(t_, dbi, k, found) || found.mv_data != v.mv_data) ordered = false;
+            prev = id;
+            if (id != 0 && sound(id, v)) ids.insert(id);
+        });
+        return ordered;
+    }
+
+    // Keeps the entries of kept records: deletes the others by key, or, when
+    // the keys are out of order, rewrites the table from a scan.
+    void prune(MDB_dbi dbi, bool ordered) {
+        if (ordered) {
+            std::vector<std::string> stale;
+            each(t_, dbi, [&](MDB_val& k, MDB_val&) {
+                if (!keep_.count(read_be64(k.mv_data))) stale.emplace_back(view(k));
+            });
+            for (auto& k : stale) del(t_, dbi, val(k));
+            return;
+        }
+        std::map<uint64_t, std::string> rows;
+        each(t_, dbi, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size == 8 && keep_.count(read_be64(k.mv_data)))
+                rows.emplace(read_be64(k.mv_data), std::string(view(v)));
+        });
+        drop_all(t_, dbi);
+        for (auto& [id, v] : rows) {
+            Be64 k(id);
+            put(t_, dbi, val(k.b, 8), val(v), MDB_APPEND);
+        }
+    }
+
+    // The records that can be served: a sound record with a vector of dim
+    // floats and a known owner (I3). The others leave records and vectors.
+    void keep_sound_records() {
+        std::unordered_set<uint64_t> with_vector, sound;
+        const size_t vector_bytes = s_.dim_ * sizeof(float);
+        bool vectors_ordered =
+            scan(db_.vectors, [&](uint64_t, const MDB_val& v) { return v.mv_size == vector_bytes; }, with_vector);
+        bool records_ordered = scan(
+            db_.records,
+            [&](uint64_t id, const MDB_val& v) {
+                RecordHeader h;
+                std::string_view text;
+                return decode_record(v, h, text) && !text.empty() && with_vector.count(id) && owned_.count(id);
+            },
+            sound);
+        keep_.insert(sound.begin(), sound.end());
+        prune(db_.records, records_ordered);
+        prune(db_.vectors, vectors_ordered);
+    }
+
+    // Owner sets of kept records with known owners, their owner lists and
+    // the owner-count histogram (I5, I6).
+    void rebuild_owner_sets() {
+        drop_all(t_, db_.owners);
+        drop_all(t_, db_.owned);
+        drop_all(t_, db_.hist);
+        std::map<uint64_t, uint32_t> counts;
+        for (auto& [k, a] : owner_rows_) {
+            if (k.size() != 8 || !names_.count(a)) continue;
+            uint64_t id = read_be64(k.data());
+            if (!keep_.count(id)) continue;
+            if (put(t_, db_.owners, val(k), val(&a, 4), MDB_NODUPDATA)) {
+                Be32 ak(a);
+                put(t_, db_.owned, val(ak.b, 4), val(&id, 8), MDB_NODUPDATA);
+                ++counts[id];
+            }
+        }
+        std::map<uint32_t, uint64_t> hist;
+        for (auto& [id, n] : counts) ++hist[n];
+        for (auto& [n, c] : hist) {
+            Be32 k(n);
+            put(t_, db_.hist, val(k.b, 4), val(&c, 8));
+        }
+    }
+
+    // The owner-name index from the ids (I2).
+    void rebuild_owners_by_name() {
+        drop_all(t_, db_.owners_by_name);
+        for (auto& [a, name] : names_) put(t_, db_.owners_by_name, val(name), val(&a, 4));
+    }
+
+    // Edges: the symmetric closure over kept records, no loops (I7).
+    void rebuild_edges() {
+        std::set<std::pair<uint64_t, uint64_t>> edges;
+        each(t_, db_.edges, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 8 || v.mv_size != 8) return;
+            uint64_t a = read_be64(k.mv_data), b = load<uint64_t>(v.mv_data);
+            if (a != b && keep_.count(a) && keep_.count(b)) {
+                edges.insert({a, b});
+                edges.insert({b, a});
+            }
+        });
+        drop_all(t_, db_.edges);
+        std::set<uint64_t> linked;
+        for (auto& [a, b] : edges) {
+            Be64 k(a);
+            put(t_, db_.edges, val(k.b, 8), val(&b, 8), MDB_NODUPDATA);
+            linked.insert(a);
+        }
+        s_.set_meta_u64(t_, kMetaLinked, linked.size());
+    }
+
+    // The merge log keeps entries of kept records; its index is rebuilt (I9).
+    void prune_merge_log() {
+        std::vector<std::string> dead_merges;
+        std::vector<std::pair<uint64_t, std::string>> merge_index;
+        each(t_, db_.merges, [&](MDB_val& k, MDB_val& v) {
+            if (k.mv_size != 8 || v.mv_size < kMergeHeader || !keep_.count(load<uint64_t>(v.mv_data)))
+                dead_merges.emplace_back(view(k));
+            else
+                merge_index.emplace_back(load<uint64_t>(v.mv_data), std::string(view(k)));
+        });
+        for (auto& k : dead_merges) del(t_, db_.merges, val(k));
+        drop_all(t_, db_.rmerges);
+        for (auto& [id, seq] : merge_index) {
+            Be64 k(id);
+            put(t_, db_.rmerges, val(k.b, 8), val(seq));
+        }
+    }
+
+    // Said rows of kept records whose owner is still in the owner set; a
+    // record that lost row 0 loses them all (it reads as schema 1) (I12).
+    void prune_said_rows() {
+        std::map<std::string, std::string> rows;
+        const size_t vector_bytes = s_.dim_ * sizeof(float);
+        each(t_, db_.said, [&](MDB_val& k, MDB_val& v) {
+            SaidEntry e;
+            if (k.mv_size != 16 || !decode_said(v, e)) return;
+            uint64_t id = read_be64(k.mv_data), n = read_be64(static_cast<const unsigned char*>(k.mv_data) + 8);
+            Be64 rk(id);
+            if (keep_.count(id) && has_pair(t_, db_.owners, val(rk.b, 8), val(&e.owner, 4)) &&
+                e.vector.size() == (n ? vector_bytes : 0))
+                rows.emplace(std::string(view(k)), std::string(view(v)));
+        });
+        drop_all(t_, db_.said);
+        uint64_t record = 0;
+        bool has0 = false;
+        for (auto& [k, v] : rows) {
+            uint64_t id = read_be64(k.data());
+            if (id != record) {
+                record = id;
+                has0 = read_be64(reinterpret_cast<const unsigned char*>(k.data()) + 8) == 0;
+            }
+            if (has0) put(t_, db_.said, val(k), val(v), MDB_APPEND);
+        }
+    }
+
+    // The exact-duplicate index, from the digests the caller computed (I8).
+    void rebuild_text_index(const std::vector<std::pair<uint64_t, std::string>>& digests) {
+        drop_all(t_, db_.norms);
+        drop_all(t_, db_.rnorms);
+        for (auto& [id, d] : digests) {
+            if (d.size() != kDigestBytes || !keep_.count(id)) continue;
+            Be64 k(id);
+            if (put(t_, db_.norms, val(d), val(k.b, 8), MDB_NOOVERWRITE)) put(t_, db_.rnorms, val(k.b, 8), val(d));
+        }
+    }
+
+    // A fresh journal of the kept records (I10), under a new store identity
+    // so that every saved index (this process's or another's) is rebuilt.
+    void rebuild_journal(const unsigned char* fresh_uuid) {
+        drop_all(t_, db_.journal);
+        uint64_t seq = 1;
+        for (uint64_t id : keep_) {
+            auto e = encode_journal(JournalEntry{kAdd, id, 0});
+            Be64 k(seq++);
+            put(t_, db_.journal, val(k.b, 8), val(e.data(), e.size()), MDB_APPEND);
+        }
+        s_.set_meta_u64(t_, kMetaNextJournal, seq);
+        uint64_t max_id = keep_.empty() ? 0 : *keep_.rbegin();
+        if (s_.meta_u64(t_, kMetaNextId, 1) <= max_id) s_.set_meta_u64(t_, kMetaNextId, max_id + 1);
+        put(t_, db_.meta, meta_key(kMetaUuid), val(fresh_uuid, kMetaUuid.size));
+    }
+
+    Store& s_;
+    MDB_txn* t_;
+    const Store::Dbs& db_;
+    std::unordered_map<uint32_t, std::string> names_;
+    std::vector<std::pair<std::string, uint32_t>> owner_rows_;
+    std::unordered_set<uint64_t> owned_;  // records with a known owner
+    std::set<uint64_t> keep_;             // the records repair keeps
+};
+
 void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests) {
     check_open();
     unsigned char fresh_uuid[16];
@@ -359,182 +591,8 @@ void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests)
         uint32_t r = rd();
         std::memcpy(fresh_uuid + i, &r, 4);
     }
-    env_->write([&](MDB_txn* t) {
-        // Primary: records with a vector and an owner, owner sets, edges,
-        // owner names, the merge log. Everything else is rebuilt from them.
-        std::unordered_map<uint32_t, std::string> names;
-        each(t, db_.owner_names, [&](MDB_val& k, MDB_val& v) {
-            if (k.mv_size == 4) names[read_be32(k.mv_data)] = std::string(view(v));
-        });
-        // Every decision comes from sequential scans: a damaged key can leave
-        // a table out of order, and LMDB's lookups by key then miss entries.
-        std::vector<std::pair<std::string, uint32_t>> owner_rows;
-        std::unordered_set<uint64_t> owned;  // records with a known owner
-        each(t, db_.owners, [&](MDB_val& k, MDB_val& v) {
-            uint32_t a = v.mv_size == 4 ? load<uint32_t>(v.mv_data) : 0;
-            owner_rows.emplace_back(std::string(view(k)), a);
-            if (k.mv_size == 8 && names.count(a)) owned.insert(read_be64(k.mv_data));
-        });
-        // Scans a table of be64 keys: the sound entries by id, and whether
-        // lookups by key can be trusted (keys in order, and each one found
-        // again by a lookup: a damaged branch key misroutes lookups while
-        // the leaves still scan in order).
-        auto scan = [&](MDB_dbi dbi, const std::function<bool(uint64_t, const MDB_val&)>& sound,
-                        std::unordered_set<uint64_t>& ids, bool& ordered) {
-            uint64_t prev = 0;
-            ordered = true;
-            each(t, dbi, [&](MDB_val& k, MDB_val& v) {
-                if (k.mv_size != 8) {
-                    ordered = false;
-                    return;
-                }
-                uint64_t id = read_be64(k.mv_data);
-                MDB_val found;
-                if (id <= prev || !agentsensus::get(t, dbi, k, found) || found.mv_data != v.mv_data) ordered = false;
-                prev = id;
-                if (id != 0 && sound(id, v)) ids.insert(id);
-            });
-        };
-        std::unordered_set<uint64_t> with_vector, sound_records;
-        bool vectors_ordered, records_ordered;
-        scan(db_.vectors, [&](uint64_t, const MDB_val& v) { return v.mv_size == dim_ * sizeof(float); }, with_vector,
-             vectors_ordered);
-        scan(db_.records, [&](uint64_t id, const MDB_val& v) {
-            RecordHeader h;
-            std::string_view text;
-            return decode_record(v, h, text) && !text.empty() && with_vector.count(id) && owned.count(id);
-        }, sound_records, records_ordered);
-        std::set<uint64_t> keep(sound_records.begin(), sound_records.end());
-        // Keeps the entries of kept records: deletes the others by key, or,
-        // when the keys are out of order, rewrites the table from a scan.
-        auto prune = [&](MDB_dbi dbi, bool ordered) {
-            if (ordered) {
-                std::vector<std::string> stale;
-                each(t, dbi, [&](MDB_val& k, MDB_val&) {
-                    if (!keep.count(read_be64(k.mv_data))) stale.emplace_back(view(k));
-                });
-                for (auto& k : stale) del(t, dbi, val(k));
-                return;
-            }
-            std::map<uint64_t, std::string> rows;
-            each(t, dbi, [&](MDB_val& k, MDB_val& v) {
-                if (k.mv_size == 8 && keep.count(read_be64(k.mv_data))) rows.emplace(read_be64(k.mv_data), std::string(view(v)));
-            });
-            drop_all(t, dbi);
-            for (auto& [id, v] : rows) {
-                Be64 k(id);
-                put(t, dbi, val(k.b, 8), val(v), MDB_APPEND);
-            }
-        };
-        prune(db_.records, records_ordered);
-        prune(db_.vectors, vectors_ordered);
-        drop_all(t, db_.owners);
-        drop_all(t, db_.owned);
-        drop_all(t, db_.hist);
-        std::map<uint64_t, uint32_t> counts;
-        for (auto& [k, a] : owner_rows) {
-            if (k.size() != 8 || !names.count(a)) continue;
-            uint64_t id = read_be64(k.data());
-            if (!keep.count(id)) continue;
-            if (put(t, db_.owners, val(k), val(&a, 4), MDB_NODUPDATA)) {
-                Be32 ak(a);
-                put(t, db_.owned, val(ak.b, 4), val(&id, 8), MDB_NODUPDATA);
-                ++counts[id];
-            }
-        }
-        std::map<uint32_t, uint64_t> hist;
-        for (auto& [id, n] : counts) ++hist[n];
-        for (auto& [n, c] : hist) {
-            Be32 k(n);
-            put(t, db_.hist, val(k.b, 4), val(&c, 8));
-        }
-        // Owner names index from the ids.
-        drop_all(t, db_.owners_by_name);
-        for (auto& [a, name] : names) put(t, db_.owners_by_name, val(name), val(&a, 4));
-
-        // Edges: the symmetric closure over live records, no loops.
-        std::set<std::pair<uint64_t, uint64_t>> edges;
-        each(t, db_.edges, [&](MDB_val& k, MDB_val& v) {
-            if (k.mv_size != 8 || v.mv_size != 8) return;
-            uint64_t a = read_be64(k.mv_data), b = load<uint64_t>(v.mv_data);
-            if (a != b && keep.count(a) && keep.count(b)) {
-                edges.insert({a, b});
-                edges.insert({b, a});
-            }
-        });
-        drop_all(t, db_.edges);
-        std::set<uint64_t> linked;
-        for (auto& [a, b] : edges) {
-            Be64 k(a);
-            put(t, db_.edges, val(k.b, 8), val(&b, 8), MDB_NODUPDATA);
-            linked.insert(a);
-        }
-        set_meta_u64(t, kMetaLinked, linked.size());
-
-        // The merge log keeps entries of live records; its index is rebuilt.
-        std::vector<std::string> dead_merges;
-        std::vector<std::pair<uint64_t, std::string>> merge_index;
-        each(t, db_.merges, [&](MDB_val& k, MDB_val& v) {
-            if (k.mv_size != 8 || v.mv_size < kMergeHeader || !keep.count(load<uint64_t>(v.mv_data)))
-                dead_merges.emplace_back(view(k));
-            else
-                merge_index.emplace_back(load<uint64_t>(v.mv_data), std::string(view(k)));
-        });
-        for (auto& k : dead_merges) del(t, db_.merges, val(k));
-        drop_all(t, db_.rmerges);
-        for (auto& [id, seq] : merge_index) {
-            Be64 k(id);
-            put(t, db_.rmerges, val(k.b, 8), val(seq));
-        }
-
-        // Said rows of kept records whose owner is still in the owner set;
-        // a record that lost row 0 loses them all (it reads as schema 1).
-        {
-            std::map<std::string, std::string> rows;
-            each(t, db_.said, [&](MDB_val& k, MDB_val& v) {
-                SaidEntry e;
-                if (k.mv_size != 16 || !decode_said(v, e)) return;
-                Be64 rk(read_be64(k.mv_data));
-                if (keep.count(read_be64(k.mv_data)) && has_pair(t, db_.owners, val(rk.b, 8), val(&e.owner, 4)) &&
-                    e.vector.size() == (read_be64(static_cast<const unsigned char*>(k.mv_data) + 8) ? dim_ * sizeof(float) : 0))
-                    rows.emplace(std::string(view(k)), std::string(view(v)));
-            });
-            drop_all(t, db_.said);
-            uint64_t record = 0;
-            bool has0 = false;
-            for (auto& [k, v] : rows) {
-                uint64_t id = read_be64(k.data());
-                if (id != record) {
-                    record = id;
-                    has0 = read_be64(reinterpret_cast<const unsigned char*>(k.data()) + 8) == 0;
-                }
-                if (has0) put(t, db_.said, val(k), val(v), MDB_APPEND);
-            }
-        }
-
-        // The exact-duplicate index, from the digests the caller computed.
-        drop_all(t, db_.norms);
-        drop_all(t, db_.rnorms);
-        for (auto& [id, d] : digests) {
-            if (d.size() != 16 || !keep.count(id)) continue;
-            Be64 k(id);
-            if (put(t, db_.norms, val(d), val(k.b, 8), MDB_NOOVERWRITE)) put(t, db_.rnorms, val(k.b, 8), val(d));
-        }
-
-        // A fresh journal of the live records, under a new store identity so
-        // that every saved index (this process's or another's) is rebuilt.
-        drop_all(t, db_.journal);
-        uint64_t seq = 1;
-        for (uint64_t id : keep) {
-            auto e = encode_journal(JournalEntry{kAdd, id, 0});
-            Be64 k(seq++);
-            put(t, db_.journal, val(k.b, 8), val(e.data(), e.size()), MDB_APPEND);
-        }
-        set_meta_u64(t, kMetaNextJournal, seq);
-        uint64_t max_id = keep.empty() ? 0 : *keep.rbegin();
-        if (meta_u64(t, kMetaNextId, 1) <= max_id) set_meta_u64(t, kMetaNextId, max_id + 1);
-        put(t, db_.meta, meta_key(kMetaUuid), val(fresh_uuid, kMetaUuid.size));
-    });
+    // A fresh Repairer per run: the map may grow and the transaction run again.
+    env_->write([&](MDB_txn* t) { Repairer(*this, t).run(digests, fresh_uuid); });
     std::memcpy(uuid_, fresh_uuid, 16);
     std::unique_lock<std::shared_mutex> lock(index_mu_);
     std::remove((dir_ + kIndexFile).c_str());

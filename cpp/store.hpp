@@ -215,6 +215,7 @@ public:
 
 private:
     friend class Verifier;  // verify()'s invariant checks (integrity.cpp)
+    friend class Repairer;  // repair()'s steps (integrity.cpp)
 
     // One handle per table of schema.hpp.
     struct Dbs {
