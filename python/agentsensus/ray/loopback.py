@@ -1,5 +1,5 @@
 """A Ray cluster on this machine bound to 127.0.0.1 only, with Ray's token
-authentication on: what the tests and bench/ray_bench.py start.
+authentication on: what the tests and the benchmarks start.
 
 Ray replaces a loopback address with the machine's network address when a
 driver connects (``resolve_ip_for_localhost``) unless
