@@ -16,6 +16,7 @@ PYBIND11_MODULE(_core, m) {
 
     static py::exception<Error> base(m, "Error");
     static py::exception<Corrupt> corrupt(m, "CorruptStoreError", base.ptr());
+    static py::exception<StoreFull> full(m, "StoreFullError", base.ptr());
     py::register_exception_translator([](std::exception_ptr p) {
         try {
             if (p) std::rethrow_exception(p);
@@ -25,6 +26,8 @@ PYBIND11_MODULE(_core, m) {
             PyErr_SetString(PyExc_KeyError, e.what());
         } catch (const Corrupt& e) {
             py::set_error(corrupt, e.what());
+        } catch (const StoreFull& e) {
+            py::set_error(full, e.what());
         } catch (const Error& e) {
             py::set_error(base, e.what());
         }

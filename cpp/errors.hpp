@@ -31,6 +31,13 @@ struct DamagedPage : Corrupt {
     using Corrupt::Corrupt;
 };
 
+// The file system has no space left for a commit (ENOSPC, or LMDB's EIO
+// for a short write on a full device); the transaction was not committed,
+// so nothing is lost (Python: agentsensus.StoreFullError).
+struct StoreFull : Error {
+    using Error::Error;
+};
+
 // An LMDB call failed for a reason other than the ones handled internally.
 struct LmdbError : Error {
     int code;

@@ -1,6 +1,7 @@
 #include "lmdb_env.hpp"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,8 +13,22 @@ namespace agentsensus {
 
 LmdbError::LmdbError(int rc, const std::string& what) : Error(what), code(rc) {}
 
+namespace {
+
+// True when the file system of the environment has less free space than
+// one commit of a few pages could need.
+bool device_full(MDB_env* env) {
+    const char* path = nullptr;
+    struct statvfs st;
+    if (mdb_env_get_path(env, &path) != 0 || !path || statvfs(path, &st) != 0) return false;
+    return static_cast<unsigned long long>(st.f_bavail) * st.f_frsize < (1ull << 20);
+}
+
+}  // namespace
+
 void throw_lmdb(int rc, const char* what) {
     if (rc == MDB_MAP_FULL) throw MapFull{};
+    if (rc == ENOSPC) throw StoreFull(std::string(what) + ": no space left on the device; nothing was written");
     std::string msg = std::string(what) + ": " + mdb_strerror(rc);
     if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) throw DamagedPage(msg);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_BAD_VALSIZE || rc == MDB_INCOMPATIBLE)
@@ -155,6 +170,8 @@ void Env::write(const std::function<void(MDB_txn*)>& fn) {
             grow();
             continue;
         }
+        // LMDB reports a short write as EIO: on a full device, it is that.
+        if (rc == EIO && device_full(env_)) rc = ENOSPC;
         if (rc) throw_lmdb(rc, "mdb_txn_commit");
         return;
     }

@@ -14,7 +14,7 @@ from ._version import __version__
 # Through the old module path: it is loaded before ``compact`` is bound to the
 # function here, so a later ``import agentsensus.compact`` cannot rebind it.
 from .compact import Compacted, compact
-from .errors import ContentionError, CorruptStoreError, Error
+from .errors import ContentionError, CorruptStoreError, Error, StoreFullError
 from .planfence.fence import Check, Fence, Link, Stale, StalePlanError
 from .judges import JudgeRequest
 from .records import Deposit, Memory, Merge, Stats
@@ -29,6 +29,7 @@ __all__ = [
     "JudgeRequest",
     "Error",
     "CorruptStoreError",
+    "StoreFullError",
     "ContentionError",
     "Fence",
     "Link",

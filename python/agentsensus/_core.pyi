@@ -77,6 +77,9 @@ class Error(Exception):
 class CorruptStoreError(Error):
     """The store's files break an invariant the engine relies on."""
 
+class StoreFullError(Error):
+    """The device has no space left for a commit; nothing was written."""
+
 class Engine:
     """One open store: an LMDB environment and its vector index.
 

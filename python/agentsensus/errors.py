@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ._core import CorruptStoreError, Error
+from ._core import CorruptStoreError, Error, StoreFullError
 
-__all__ = ["Error", "CorruptStoreError", "ContentionError"]
+__all__ = ["Error", "CorruptStoreError", "StoreFullError", "ContentionError"]
 
 
 class ContentionError(Error):
