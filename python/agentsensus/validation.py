@@ -22,7 +22,7 @@ MAX_OWNERS_PER_RECORD: int = _core.MAX_OWNERS_PER_RECORD
 
 # The engine's table of code points that show nothing (cpp/visible_text.hpp):
 # controls, blanks, zero-width and other format characters.
-_INVISIBLE: list[tuple[int, int]] = sorted(tuple(r) for r in _core.INVISIBLE_RANGES)
+_INVISIBLE: list[tuple[int, int]] = sorted((int(lo), int(hi)) for lo, hi in _core.INVISIBLE_RANGES)
 _INVISIBLE_LO = [lo for lo, _ in _INVISIBLE]
 
 
