@@ -554,12 +554,32 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
             to_search.push_back(i);
         }
     }
+    // A store of at most exact_cutoff records is scanned exactly, as recall
+    // scans an owner of that size: the candidates are then the true nearest,
+    // ties to the lower id, whatever shape the HNSW graph took (parallel
+    // inserts, and usearch's per-slot level generators that concurrent
+    // searches reorder, make it differ from run to run).
+    std::vector<uint64_t> all;
+    if (!to_search.empty() && entries(t.get(), db_.records) <= exact_cutoff_) {
+        Cursor c(t.get(), db_.records);
+        MDB_val rk, rv;
+        for (bool more = c.op(rk, rv, MDB_FIRST); more; more = c.op(rk, rv, MDB_NEXT)) {
+            if (rk.mv_size != 8) throw Corrupt("record table is damaged");
+            all.push_back(read_be64(rk.mv_data));
+        }
+    }
     // Searches are independent: spread them over the cores (usearch gives
     // each thread its own slot). LMDB reads stay on this thread.
     std::vector<std::vector<Hit>> found(n);
     parallel_for(to_search.size(), [&](size_t j) {
         size_t i = to_search[j];
-        found[i] = index_->search(qs.data() + i * dim_, k);
+        if (all.empty()) {
+            found[i] = index_->search(qs.data() + i * dim_, k);
+        } else {
+            // What the index lacks (newer than applied_seq_) the commit re-checks, as for a search.
+            std::vector<uint64_t> absent;
+            found[i] = index_->scan(qs.data() + i * dim_, all.data(), all.size(), k, absent);
+        }
     });
     for (size_t i = 0; i < n; ++i) {
         // The index may hold records newer than this snapshot (another
@@ -582,6 +602,23 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
     return out;
 }
 
+// The plan. A filtered HNSW search over a selective owner wanders the whole
+// graph before it has k matches (35x slower than unfiltered at 0.1%
+// selectivity when this plan was chosen), so: scan the owner's vectors
+// exactly when it owns few records, else search the whole graph for about
+// kOverfetch * k / selectivity nearest and keep the owner's, widening when
+// that leaves fewer than k. When the (widened) search would cost more than a
+// scan, scan. A search of w nearest keeps max(w, expansion_search) candidates
+// and costs about kScanPerCandidate scanned vectors per candidate (measured
+// at 100k records, dim 384: a search at width 64 about 1.3 ms, a scan through
+// the index's int8 copy about 0.07 us a vector in id order, 0.12 us at every
+// tenth id). A scan is also exact, where HNSW may miss.
+namespace {
+constexpr size_t kOverfetch = 3, kScanPerCandidate = 200;
+}  // namespace
+
+size_t Store::search_cost(size_t width) const { return std::max(width, expansion_search_) * kScanPerCandidate; }
+
 std::vector<Row> Store::recall(const std::string& owner, const float* query, size_t k, bool expand) {
     check_open();
     std::vector<float> q(dim_);
@@ -598,92 +635,90 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
     }
     if (!oid || count == 0) return {};
 
-    // The plan. A filtered HNSW search over a selective owner wanders the
-    // whole graph before it has k matches (35x slower than unfiltered at 0.1%
-    // selectivity when this plan was chosen), so: scan the
-    // owner's vectors exactly when it owns few records, else search the whole
-    // graph for about kOverfetch * k / selectivity nearest and keep the
-    // owner's, widening when that leaves fewer than k. When the (widened)
-    // search would cost more than a scan, scan. A search of w nearest keeps
-    // max(w, expansion_search) candidates and costs about kScanPerCandidate
-    // scanned vectors per candidate (measured at 100k records, dim 384: a
-    // search at width 64 about 1.3 ms, a scan through the index's int8 copy
-    // about 0.07 us a vector in id order, 0.12 us at every tenth id). A scan
-    // is also exact, where HNSW may miss.
-    constexpr size_t kOverfetch = 3, kScanPerCandidate = 200;
-    auto search_cost = [&](size_t w) { return std::max(w, expansion_search_) * kScanPerCandidate; };
     size_t wanted = total ? (kOverfetch * k * total + count - 1) / count : k;
     wanted = std::max(wanted, k);
     bool exact = count <= exact_cutoff_ || search_cost(wanted) >= count;
-    if (!exact) {
-        // The owner's allow-set, current to the latest commit.
-        sync_index();
-        std::unique_lock<std::shared_mutex> lock(index_mu_);
-        if (!allow_.count(*oid)) {
-            ReadTxn t(*env_);
-            catch_up_locked(t.get());
-            std::vector<uint64_t> bits;
-            for (uint64_t id : owned_ids(t.get(), *oid)) set_bit(bits, id);
-            allow_.emplace(*oid, std::move(bits));
-        }
-    }
+    if (!exact) ensure_allow_set(*oid);
 
     std::shared_lock<std::shared_mutex> lock(index_mu_);
     ReadTxn t(*env_);
     std::vector<Hit> hits;
-    if (!exact) {
-        const std::vector<uint64_t>& bits = allow_.at(*oid);
-        size_t want = std::min(k, count);
-        for (;; wanted *= 4) {
-            hits = index_->search(q.data(), wanted);
-            // Keep the owner's; the allow-set may be ahead of this snapshot,
-            // so ownership is confirmed in it.
-            hits.erase(std::remove_if(hits.begin(), hits.end(),
-                                      [&](const Hit& h) { return !test_bit(bits, h.id) || !owns(t.get(), *oid, h.id); }),
-                       hits.end());
-            if (hits.size() >= want) break;
-            if (wanted >= total || search_cost(wanted * 4) >= count) {
-                exact = true;  // the graph does not reach enough of them: scan
-                break;
-            }
-        }
-        if (hits.size() > k) hits.resize(k);
-    }
-    if (exact) {
-        std::vector<uint64_t> ids = owned_ids(t.get(), *oid), absent;
-        hits = index_->scan(q.data(), ids.data(), ids.size(), k, absent);
-        // What the index does not hold (yet, or any more) is read from LMDB.
-        std::vector<float> buf(dim_);
-        for (uint64_t id : absent)
-            if (vector_of(t.get(), id, buf.data()))
-                hits.push_back(Hit{id, similarity(metric_, q.data(), buf.data(), dim_)});
-        size_t top = std::min(k, hits.size());
-        std::partial_sort(hits.begin(), hits.begin() + top, hits.end(), better);
-        hits.resize(top);
-    }
+    if (!exact) exact = !search_owned(t.get(), *oid, q.data(), k, count, total, wanted, hits);
+    if (exact) hits = scan_owned(t.get(), *oid, q.data(), k);
+    return recall_rows(t.get(), *oid, hits, expand);
+}
 
+// The owner's allow-set, current to the latest commit.
+void Store::ensure_allow_set(uint32_t oid) {
+    sync_index();
+    std::unique_lock<std::shared_mutex> lock(index_mu_);
+    if (allow_.count(oid)) return;
+    ReadTxn t(*env_);
+    catch_up_locked(t.get());
+    std::vector<uint64_t> bits;
+    for (uint64_t id : owned_ids(t.get(), oid)) set_bit(bits, id);
+    allow_.emplace(oid, std::move(bits));
+}
+
+// Searches the whole graph, widening from `wanted`, and keeps the owner's
+// best k; false when the graph does not reach enough of them (then scan).
+// Holds index_mu_ shared; the owner's allow-set exists.
+bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, size_t count, size_t total,
+                         size_t wanted, std::vector<Hit>& hits) {
+    const std::vector<uint64_t>& bits = allow_.at(oid);
+    size_t want = std::min(k, count);
+    for (;; wanted *= 4) {
+        hits = index_->search(q, wanted);
+        // Keep the owner's; the allow-set may be ahead of this snapshot, so
+        // ownership is confirmed in it.
+        hits.erase(std::remove_if(hits.begin(), hits.end(),
+                                  [&](const Hit& h) { return !test_bit(bits, h.id) || !owns(txn, oid, h.id); }),
+                   hits.end());
+        if (hits.size() >= want) break;
+        if (wanted >= total || search_cost(wanted * 4) >= count) return false;
+    }
+    if (hits.size() > k) hits.resize(k);
+    return true;
+}
+
+// The exact best k of the owner's records. Holds index_mu_ shared.
+std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k) {
+    std::vector<uint64_t> ids = owned_ids(txn, oid), absent;
+    std::vector<Hit> hits = index_->scan(q, ids.data(), ids.size(), k, absent);
+    // What the index does not hold (yet, or any more) is read from LMDB.
+    std::vector<float> buf(dim_);
+    for (uint64_t id : absent)
+        if (vector_of(txn, id, buf.data())) hits.push_back(Hit{id, similarity(metric_, q, buf.data(), dim_)});
+    size_t top = std::min(k, hits.size());
+    std::partial_sort(hits.begin(), hits.begin() + top, hits.end(), better);
+    hits.resize(top);
+    return hits;
+}
+
+// The hits as rows, then (expand) the owner's records one edge away from
+// them, each record once.
+std::vector<Row> Store::recall_rows(MDB_txn* txn, uint32_t oid, const std::vector<Hit>& hits, bool expand) {
     std::vector<Row> rows;
     std::unordered_set<uint64_t> seen;
     for (const Hit& h : hits) {
         Row r;
-        if (!read_row(t.get(), h.id, r)) continue;
+        if (!read_row(txn, h.id, r)) continue;
         r.score = h.score;
         r.via = Via::hit;
         seen.insert(h.id);
         rows.push_back(std::move(r));
     }
-    if (expand) {
-        size_t nhits = rows.size();
-        for (size_t i = 0; i < nhits; ++i) {
-            uint64_t id = rows[i].id;
-            for (uint64_t nb : neighbors_in(t.get(), id)) {
-                if (seen.count(nb) || !owns(t.get(), *oid, nb)) continue;
-                Row r;
-                if (!read_row(t.get(), nb, r)) continue;
-                r.via = Via::edge;
-                seen.insert(nb);
-                rows.push_back(std::move(r));
-            }
+    if (!expand) return rows;
+    size_t nhits = rows.size();
+    for (size_t i = 0; i < nhits; ++i) {
+        uint64_t id = rows[i].id;
+        for (uint64_t nb : neighbors_in(txn, id)) {
+            if (seen.count(nb) || !owns(txn, oid, nb)) continue;
+            Row r;
+            if (!read_row(txn, nb, r)) continue;
+            r.via = Via::edge;
+            seen.insert(nb);
+            rows.push_back(std::move(r));
         }
     }
     return rows;

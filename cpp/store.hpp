@@ -244,6 +244,16 @@ private:
     size_t owned_count(MDB_txn* txn, uint32_t owner);
     std::vector<uint64_t> owned_ids(MDB_txn* txn, uint32_t owner);
     bool vector_of(MDB_txn* txn, uint64_t id, float* out);
+
+    // The steps of recall: the owner's allow-set for a filtered search, the
+    // search of the whole graph kept to the owner's, the exact scan, and the
+    // rows with their edges.
+    size_t search_cost(size_t width) const;  // in scanned vectors
+    void ensure_allow_set(uint32_t owner);
+    bool search_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k, size_t count, size_t total,
+                      size_t wanted, std::vector<Hit>& hits);
+    std::vector<Hit> scan_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k);
+    std::vector<Row> recall_rows(MDB_txn* txn, uint32_t owner, const std::vector<Hit>& hits, bool expand);
     std::vector<uint64_t> neighbors_in(MDB_txn* txn, uint64_t id);
     std::vector<SaidRow> said_rows(MDB_txn* txn, uint64_t id);
     // The forget of one owner from a record others keep (forget's write).
