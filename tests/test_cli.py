@@ -122,3 +122,75 @@ def test_export_to_a_file_and_as_a_real_process(world: str, tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     lines = out.read_text(encoding="utf-8").splitlines()
     assert json.loads(lines[0])["type"] == "store" and len(lines) == 1 + 3 + 2 + 3
+
+
+def _open_elsewhere(path: str) -> subprocess.Popen:
+    """A process holding the store at path open until its stdin closes."""
+    code = f"import sys; from agentsensus import Store; s = Store({path!r}); print('open', flush=True); sys.stdin.read()"
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "open"
+    return p
+
+
+@pytest.fixture
+def bad_inputs(world: str, tmp_path) -> dict[str, Any]:
+    notjson = tmp_path / "bad.jsonl"
+    notjson.write_text("{not json\n")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    return {"world": world, "missing": str(tmp_path / "no-such-store"), "notjson": str(notjson),
+            "binary": str(binary), "empty": str(empty_dir), "tmp": str(tmp_path)}
+
+
+# (argv with {placeholders}, the exit code, a piece of the one-line error)
+REFUSALS = [
+    (["stats", "{missing}"], 1, "no store at"),
+    (["check", "{missing}"], 1, "no store at"),
+    (["check", "{empty}"], 1, "agentsensus check:"),
+    (["compact", "{missing}"], 1, "no store at"),
+    (["show", "{world}", "999"], 1, "no record 999"),
+    (["show", "{missing}", "1"], 1, "no store at"),
+    (["show", "{world}", "one"], 2, "invalid int value"),
+    (["recall", "{world}", "horatio", "ghost", "--k", "0"], 1, "k must be at least 1"),
+    (["recall", "{world}", "horatio", "[1, 2", "--vector-json"], 1, "not a JSON array"),
+    (["recall", "{world}", "horatio", "[1, 2]", "--vector-json"], 1, "query must have shape"),
+    (["recall", "{world}", "", "ghost"], 1, "owner must be a non-empty name"),
+    (["export", "{missing}"], 1, "no store at"),
+    (["export", "{world}", "-o", "{tmp}/no/such/dir/out.jsonl"], 1, "No such file or directory"),
+    (["import", "{notjson}", "{tmp}/new"], 1, "line 1: not JSON"),
+    (["import", "{binary}", "{tmp}/new"], 1, "agentsensus import:"),
+    (["import", "{tmp}/absent.jsonl", "{tmp}/new"], 1, "No such file or directory"),
+    (["import", "{notjson}", "{world}"], 1, "exists and is not empty"),
+    (["frobnicate"], 2, "invalid choice"),
+    (["simulate", "--no-such-option"], 2, "unrecognized arguments"),
+    (["mcp", "{missing}", "--no-such-option"], 2, "unrecognized arguments"),
+]
+
+
+@pytest.mark.parametrize("argv, code, message", REFUSALS, ids=[" ".join(r[0]) for r in REFUSALS])
+def test_every_refusal_is_one_line_from_a_real_process(bad_inputs, argv, code, message) -> None:
+    args = [a.format(**bad_inputs) for a in argv]
+    r = subprocess.run([sys.executable, "-m", "agentsensus.cli", *args], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == code, (r.returncode, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    if code == 1:
+        # Progress of an import may come first, on its own \r-line.
+        assert len(lines) == 1 or (argv[0] == "import" and len(lines) == 2), r.stderr
+        assert lines[-1].startswith(f"agentsensus {argv[0]}:") and message in lines[-1], r.stderr
+    else:  # argparse: its usage line, then the error
+        assert message in lines[-1] and "error:" in lines[-1], r.stderr
+    assert not os.path.exists(os.path.join(bad_inputs["tmp"], "new"))
+
+
+def test_compact_of_a_store_open_elsewhere_is_one_line(world: str) -> None:
+    holder = _open_elsewhere(world)
+    try:
+        r = subprocess.run([sys.executable, "-m", "agentsensus.cli", "compact", world], capture_output=True, text=True,
+                           timeout=120)
+    finally:
+        holder.communicate("", timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "is open in another process" in r.stderr

@@ -81,7 +81,7 @@ def _show(args: argparse.Namespace) -> int:
         try:
             m = s.get(args.id)
         except KeyError:
-            print(f"no record {args.id} in {args.path}", file=sys.stderr)
+            print(f"agentsensus show: no record {args.id} in {args.path}", file=sys.stderr)
             return 1
         neighbours = [s.get(i) for i in s.neighbors(m.id)]
     if args.json:
@@ -106,13 +106,13 @@ def _query_vector(args: argparse.Namespace, dim: int) -> Any:
         try:
             return np.asarray(json.loads(args.query), dtype=np.float32)
         except (ValueError, TypeError) as e:
-            raise SystemExit(f"--vector-json: QUERY is not a JSON array of numbers: {e}") from None
+            raise SystemExit(f"agentsensus recall: --vector-json: QUERY is not a JSON array of numbers: {e}") from None
     from . import embedders
 
     embed = embedders.minilm if args.embedder == "minilm" else embedders.hash
     if embed.dim != dim:
         raise SystemExit(
-            f"the store's vectors have {dim} dimensions and the {args.embedder} embedder makes {embed.dim}: "
+            f"agentsensus recall: the store's vectors have {dim} dimensions and the {args.embedder} embedder makes {embed.dim}: "
             "pass the query vector with --vector-json"
         )
     return embed([args.query])[0]
@@ -174,9 +174,35 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(e: BaseException) -> str:
+    """An error as the one line the command prints (a KeyError's message
+    without its quotes, newlines folded)."""
+    msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+    if isinstance(e, OSError) and e.filename is not None and e.strerror:
+        msg = f"{e.strerror}: {e.filename}"
+    return " ".join((msg or type(e).__name__).split())
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of the ``agentsensus`` command."""
+    """Entry point of the ``agentsensus`` command. A refusal (bad input, a
+    store that is absent, open elsewhere, damaged or full, a file that
+    cannot be read or written) prints one line, ``agentsensus COMMAND:
+    why``, to standard error and exits 1; never a traceback."""
+    from .errors import Error
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv else ""
+    try:
+        return _dispatch(argv)
+    except (Error, ValueError, TypeError, KeyError, OSError) as e:
+        print(f"agentsensus {command}: {_one_line(e)}".replace("agentsensus :", "agentsensus:"), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"agentsensus {command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] == "simulate":
         from .sim import cli_main  # resolved lazily by agentsensus.sim, so typed Any here
 
