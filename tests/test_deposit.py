@@ -89,7 +89,8 @@ def test_judge_called_once_per_deposit_with_all_candidate_statements(store_path)
         for r in reqs:
             assert r.candidates and all(c.score is not None and c.score >= 0.9 for c in r.candidates)
             assert [c.score for c in r.candidates] == sorted((c.score for c in r.candidates), reverse=True)
-        assert reqs[0].candidates[0].text == "one" and reqs[0].candidates[0].owners == frozenset({"alice"})
+        # Owner sets stay from the judge unless the store allows them (judge_sees_owners).
+        assert reqs[0].candidates[0].text == "one" and reqs[0].candidates[0].owners == frozenset()
 
 
 def test_candidates_limit_and_min_similarity(store_path):
@@ -289,3 +290,16 @@ def test_concurrent_writers_in_threads_do_not_lose_merges(store_path):
             t.join()
         st = s.stats()
         assert st.records == 1 and st.max_owners == 4
+
+
+def test_the_judge_sees_candidates_owners_only_when_the_store_allows_it(tmp_path):
+    for allowed, owners in ((False, frozenset()), (True, frozenset({"alice"}))):
+        judge = RecordingJudge()
+        with Store(str(tmp_path / f"s{allowed}"), dim=DIM, judge=judge, min_similarity=0.9,
+                   judge_sees_owners=allowed) as s:
+            s.deposit("alice", ["one"], unit(1)[None])
+            s.deposit("bob", ["uno"], near(unit(1), 5)[None])
+        [[req]] = judge.calls
+        assert req.candidates[0].owners == owners
+    with pytest.raises(TypeError, match="judge_sees_owners must be a bool"):
+        Store(str(tmp_path / "bad"), dim=DIM, judge_sees_owners="yes")

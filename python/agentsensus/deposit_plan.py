@@ -18,6 +18,8 @@ compare the same numbers.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
@@ -71,8 +73,10 @@ class BatchPlanner:
     """Plans a batch of deposits against one store snapshot plus the batch's
     own staged changes."""
 
-    def __init__(self, engine: Any, metric: str, candidates: int, min_similarity: float, policy: MergePolicy):
+    def __init__(self, engine: Any, metric: str, candidates: int, min_similarity: float, policy: MergePolicy,
+                 judge_sees_owners: bool = False):
         self.engine = engine
+        self.judge_sees_owners = judge_sees_owners  # else candidates go to the judge with empty owner sets
         self.metric = metric  # kept for callers; the engine's kernels apply it
         self.k = candidates
         self.min_similarity = min_similarity
@@ -158,6 +162,8 @@ class BatchPlanner:
                 if cands:
                     cands.sort(key=lambda c: (-c[0], c[1]))
                     mems = [self._memory(rid, committed, score) for score, rid in cands[: self.k]]
+                    if not self.judge_sees_owners:
+                        mems = [dataclasses.replace(m, owners=frozenset()) for m in mems]
                     pend.kinds.append(("judge", len(pend.requests)))
                     pend.requests.append(JudgeRequest(text, item.owner, mems))
                 else:

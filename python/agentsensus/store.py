@@ -65,7 +65,9 @@ class Store:
     (the initial LMDB map in bytes; it grows by itself when full), and
     ``expansion_search`` (the HNSW search width, default 64: wider finds more
     of the true nearest records of large stores and costs more per search;
-    docs/performance.md gives recall@5 against width at 1M records).
+    docs/performance.md gives recall@5 against width at 1M records), and
+    ``judge_sees_owners`` (``False``: the judge's candidates come with empty
+    owner sets; ``True`` shows it who owns each).
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class Store:
         exact_cutoff: int = 4096,
         map_size: int = 256 << 20,
         expansion_search: int = 64,
+        judge_sees_owners: bool = False,
     ) -> None:
         self._engine: Optional[Any] = None
         if not isinstance(path, (str, os.PathLike)):
@@ -115,6 +118,8 @@ class Store:
         if isinstance(map_size, bool) or not isinstance(map_size, int) or map_size < (1 << 16):
             raise ValueError(f"map_size must be an int of at least 65536 bytes, got {map_size!r}")
         self._policy = resolve(merge_policy)
+        if not isinstance(judge_sees_owners, bool):
+            raise TypeError(f"judge_sees_owners must be a bool, got {type(judge_sees_owners).__name__}")
 
         self.path = os.fspath(path)
         if not create and not os.path.isdir(self.path):
@@ -145,6 +150,9 @@ class Store:
         self.embed = embed
         self.candidates = candidates
         self.min_similarity = float(min_similarity)
+        # Candidates are other owners' records: their owner sets reach the
+        # judge (an LLM behind an API, maybe) only when the store says so.
+        self.judge_sees_owners = judge_sees_owners
         self._lineage = _core.Lineage(self._engine)  # Planfence tables: opened before any other thread can use the store
 
     # -- lifecycle -------------------------------------------------------------
@@ -238,7 +246,8 @@ class Store:
         points share it. No transaction is open while it is suspended."""
         engine = self._writable()
         for _ in range(_MAX_ATTEMPTS):
-            planner = BatchPlanner(engine, self.metric, self.candidates, self.min_similarity, self._policy)
+            planner = BatchPlanner(engine, self.metric, self.candidates, self.min_similarity, self._policy,
+                                   self.judge_sees_owners)
             planner.prepare(items)
             for n, item in enumerate(items):
                 pending, committed = planner.begin(n, item)
