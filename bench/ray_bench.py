@@ -59,7 +59,7 @@ def bench_calls(args: argparse.Namespace) -> None:
         t = time.perf_counter()
         with local_cluster([{node_resource("head"): 1}, {node_resource("other"): 1}]):
             print(f"2-node local cluster up in {time.perf_counter() - t:.1f} s", flush=True)
-            vecs = unit_rows(2000, dim, 1)
+            vecs = unit_rows(args.records, dim, 1)
             items = [(f"o{i % 20}", [f"fact {i}"], vecs[i : i + 1]) for i in range(len(vecs))]
             local = Store(os.path.join(base, "local"), dim=dim)
             local.deposit_many(items)
@@ -89,7 +89,7 @@ def bench_calls(args: argparse.Namespace) -> None:
                 )
             )
             local.close()
-        print(f"\nmedian of {n} calls (2000 records, dim {dim}):")
+        print(f"\nmedian of {n} calls ({args.records} records, dim {dim}):")
         for name, ms in rows:
             print(f"  {name:<62} {ms:8.3f} ms")
     finally:
@@ -243,6 +243,7 @@ def main() -> None:
     sub = ap.add_subparsers(dest="what", required=True)
     c = sub.add_parser("calls")
     c.add_argument("--repeat", type=int, default=200)
+    c.add_argument("--records", type=int, default=2000)
     k = sub.add_parser("check")
     k.add_argument("--repeat", type=int, default=200)
     r = sub.add_parser("reopen")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import struct
 from typing import Any, Callable, Iterator, Optional
 
@@ -214,10 +215,16 @@ def test_the_actor_restarts_and_serves_what_it_held(cluster, tmp_path) -> None:
     for i in range(4):  # two checkpoints
         s.deposit("a", [f"fact {i}"], unit(i)[None, :])
     pid = ray.get(actor.info.remote())["pid"]
-    ray.kill(actor, no_restart=False)  # the process dies; Ray starts the actor again
-    # reads retry on the restarted actor
+    os.kill(pid, signal.SIGKILL)  # the actor's process dies; Ray starts the actor again
+    # reads wait for the restarted actor
     assert s.owned("a") == [1, 2, 3, 4]
     assert ray.get(actor.info.remote())["pid"] != pid
     assert [m.text for m in s.recall("a", unit(2), k=1, expand=False)] == ["fact 2"]
     assert s.verify() == []
     s.shutdown()
+
+
+def test_an_actor_whose_store_cannot_open_says_why_in_one_line(cluster, tmp_path) -> None:
+    with pytest.raises(Error, match=r"could not open: .*dim must be a positive int, got -1") as e:
+        RemoteStore(StoreActor.remote(os.fspath(tmp_path / "s"), dim=-1))
+    assert "\n" not in str(e.value)

@@ -33,7 +33,7 @@ def unwrap(ref: Any, what: str, timeout: Optional[float] = None) -> Any:
             raise cause from None
         raise
     except RayActorError as e:
-        raise Error(f"{what} is unavailable: its actor died ({type(e).__name__})") from None
+        raise _died(e, what) from None
     except GetTimeoutError:
         raise Error(f"{what} did not answer within {timeout} s") from None
 
@@ -47,7 +47,17 @@ async def _unwrap_async(ref: Any, what: str) -> Any:
             raise cause from None
         raise
     except RayActorError as e:
-        raise Error(f"{what} is unavailable: its actor died ({type(e).__name__})") from None
+        raise _died(e, what) from None
+
+
+def _died(e: BaseException, what: str) -> Error:
+    """An actor that died in ``__init__`` (a bad option, a store that would
+    not open) says why in the last line of Ray's report: keep that line."""
+    if getattr(e, "actor_init_failed", False):
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        why = next((ln for ln in reversed(lines) if ": " in ln and ln.split(":")[0].isidentifier()), lines[-1] if lines else "")
+        return Error(f"{what} could not open: {why}")
+    return Error(f"{what} is unavailable: its actor died ({type(e).__name__})")
 
 
 class RemoteStore:

@@ -52,11 +52,11 @@ def on_node(name: str) -> dict[str, Any]:
     return {"resources": {node_resource(name): 0.001}}
 
 
-# Reads retry on a restarted actor (they change nothing); writes do not: a
-# write that may have committed before the actor died is the caller's to
-# resubmit.
+# Reads wait for a restarting actor and retry (they change nothing; the
+# restarts, max_restarts, bound it); writes do not: a write that may have
+# committed before the actor died is the caller's to resubmit.
 _F = TypeVar("_F", bound=Callable[..., Any])
-_read: Callable[[_F], _F] = ray.method(concurrency_group=READ, max_task_retries=3)
+_read: Callable[[_F], _F] = ray.method(concurrency_group=READ, max_task_retries=-1)
 _write: Callable[[_F], _F] = ray.method(concurrency_group=WRITE)
 
 
