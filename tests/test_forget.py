@@ -210,3 +210,11 @@ os._exit(0)
         assert s.verify() == []
         hit = s.recall("bob", near(unit(1), 2), k=1)[0]
         assert hit.text == TEXTS["bob"] and hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_said_table_size_bench_runs(tmp_path):
+    bench = os.path.join(os.path.dirname(__file__), "..", "bench", "said_table_size.py")
+    r = subprocess.run([sys.executable, bench, "--owners", "2", "--events", "20", "--dim", "16"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "20 records, 20 merge-log entries, dim 16" in r.stdout and "% of data.mdb" in r.stdout
