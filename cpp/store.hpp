@@ -280,6 +280,13 @@ private:
                     uint32_t round, uint64_t& next_merge);
     void link_deposit(MDB_txn* txn, const std::vector<uint64_t>& ids);
 
+    // The steps of restore (an import batch): its rows checked before the
+    // transaction, then each record, each merge, and the counters loaded.
+    void check_dump_row(const DumpRow& r) const;
+    void load_row(MDB_txn* txn, const DumpRow& r);
+    void load_merge(MDB_txn* txn, const MergeRow& m);
+    void load_counters(MDB_txn* txn, const Counters* given, uint64_t last, uint64_t last_merge);
+
     // Write-side helpers (inside a write transaction).
     uint32_t ensure_owner(MDB_txn* txn, std::string_view name);
     void journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t owner);

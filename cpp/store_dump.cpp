@@ -102,42 +102,7 @@ void Store::restore(const LoadBatch& b) {
     check_open();
     // Everything that needs no transaction is checked first.
     for (const std::string& a : b.owners) check_owner_name(a);
-    for (const DumpRow& r : b.rows) {
-        std::string what = "record " + std::to_string(r.id);
-        if (r.text.empty() || r.text.size() > kMaxStatementBytes)
-            throw InvalidArgument(what + ": text must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
-        if (r.owners.empty() || r.owners.size() > kMaxOwnersPerRecord)
-            throw InvalidArgument(what + ": a record has 1 to " + std::to_string(kMaxOwnersPerRecord) + " owners");
-        for (const std::string& o : r.owners) check_owner_name(o);
-        if (r.vector.size() != dim_)
-            throw InvalidArgument(what + ": vector has " + std::to_string(r.vector.size()) + " values, not " +
-                                  std::to_string(dim_));
-        double norm = 0;
-        for (float x : r.vector) {
-            if (!std::isfinite(x)) throw InvalidArgument(what + ": vector has NaN or inf");
-            norm += double(x) * x;
-        }
-        // Stored vectors of a cos store are unit length (the search relies on it).
-        if (metric_ == Metric::cos && std::fabs(norm - 1.0) > 1e-3)
-            throw InvalidArgument(what + ": vector is not unit length, as a store with metric 'cos' keeps them");
-        for (const std::string& d : r.digests)
-            if (d.size() != kDigestBytes) throw InvalidArgument(what + ": a text digest must be 16 bytes");
-        // I12 as import must meet it: row 0 first (no vector), the others
-        // ascending with a vector each, every owner an owner of the record.
-        for (size_t i = 0; i < r.said.size(); ++i) {
-            const SaidRow& sr = r.said[i];
-            std::string sw = what + ": statement " + std::to_string(sr.n);
-            if ((i == 0) != (sr.n == 0)) throw InvalidArgument(what + ": its statements must start with row 0 and ascend");
-            if (i > 0 && sr.n <= r.said[i - 1].n) throw InvalidArgument(what + ": its statements must ascend");
-            if (sr.vector.size() != (sr.n == 0 ? 0 : dim_))
-                throw InvalidArgument(sw + (sr.n == 0 ? " (row 0) has no vector of its own" : " needs a vector of dim floats"));
-            if (!finite_vector(sr.vector)) throw InvalidArgument(sw + ": vector has NaN or inf");
-            if (sr.text.empty() || sr.text.size() > kMaxStatementBytes)
-                throw InvalidArgument(sw + ": text must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
-            if (std::find(r.owners.begin(), r.owners.end(), sr.owner) == r.owners.end())
-                throw InvalidArgument(sw + " names '" + sr.owner + "', not an owner of the record");
-        }
-    }
+    for (const DumpRow& r : b.rows) check_dump_row(r);
     for (const MergeRow& m : b.merges) {
         check_owner_name(m.owner);
         if (m.kept.size() > kMaxStatementBytes || m.discarded.size() > kMaxStatementBytes)
@@ -148,64 +113,119 @@ void Store::restore(const LoadBatch& b) {
         for (const std::string& a : b.owners) ensure_owner(txn, a);
         uint64_t last = last_key(txn, db_.records);
         for (const DumpRow& r : b.rows) {
-            std::string what = "record " + std::to_string(r.id);
             if (r.id <= last)
-                throw InvalidArgument(what + " comes after record " + std::to_string(last) + ": ids must ascend");
+                throw InvalidArgument("record " + std::to_string(r.id) + " comes after record " + std::to_string(last) +
+                                      ": ids must ascend");
             last = r.id;
-            Be64 k(r.id);
-            put(txn, db_.records, val(k.b, 8), val(encode_record(r.round, r.deposit, r.text)), MDB_APPEND);
-            put(txn, db_.vectors, val(k.b, 8), val(r.vector.data(), dim_ * sizeof(float)), MDB_APPEND);
-            for (const std::string& d : r.digests) {
-                MDB_val cur;
-                if (agentsensus::get(txn, db_.norms, val(d), cur))
-                    throw InvalidArgument(what + " has a text digest another record already has");
-                put(txn, db_.norms, val(d), val(k.b, 8));
-                put(txn, db_.rnorms, val(k.b, 8), val(d));
-            }
-            for (size_t i = 0; i < r.owners.size(); ++i) {
-                uint32_t oid = ensure_owner(txn, r.owners[i]);
-                if (!add_owner(txn, r.id, oid)) throw InvalidArgument(what + " names owner '" + r.owners[i] + "' twice");
-                journal(txn, i == 0 ? kAdd : kOwn, r.id, oid);
-            }
-            for (const SaidRow& sr : r.said)
-                put_said(txn, r.id, sr.n, ensure_owner(txn, sr.owner), sr.round,
-                         sr.vector.empty() ? nullptr : sr.vector.data(),
-                         sr.text == r.text ? std::string_view() : std::string_view(sr.text));
-            for (uint64_t e : r.edges) {
-                if (e == r.id) throw InvalidArgument(what + " has an edge to itself");
-                if (e > r.id) continue;  // added when record e lists this one
-                Be64 ek(e);
-                MDB_val ev;
-                if (!agentsensus::get(txn, db_.records, val(ek.b, 8), ev))
-                    throw InvalidArgument(what + " has an edge to record " + std::to_string(e) + ", which is not there");
-                add_edge(txn, e, r.id);
-            }
+            load_row(txn, r);
         }
         uint64_t last_merge = last_key(txn, db_.merges);
         for (const MergeRow& m : b.merges) {
-            std::string what = "merge " + std::to_string(m.seq);
             if (m.seq <= last_merge)
-                throw InvalidArgument(what + " comes after merge " + std::to_string(last_merge) + ": seqs must ascend");
+                throw InvalidArgument("merge " + std::to_string(m.seq) + " comes after merge " +
+                                      std::to_string(last_merge) + ": seqs must ascend");
             last_merge = m.seq;
-            Be64 sk(m.survivor);
-            MDB_val sv;
-            if (!agentsensus::get(txn, db_.records, val(sk.b, 8), sv))
-                throw InvalidArgument(what + " names record " + std::to_string(m.survivor) + ", which is not there");
-            put_merge(txn, m.seq, m.survivor, ensure_owner(txn, m.owner), m.round, m.kept, m.discarded);
+            load_merge(txn, m);
         }
-        if (b.counters) {
-            const Counters& c = *b.counters;
-            if (c.next_id <= last_key(txn, db_.records))
-                throw InvalidArgument("next_id " + std::to_string(c.next_id) + " is not above every record id");
-            if (c.next_merge <= last_key(txn, db_.merges))
-                throw InvalidArgument("next_merge " + std::to_string(c.next_merge) + " is not above every merge seq");
-            write_counters(txn, c);
-        } else {
-            set_meta_u64(txn, kMetaNextId, std::max(meta_u64(txn, kMetaNextId, 1), last + 1));
-            set_meta_u64(txn, kMetaNextMerge, std::max(meta_u64(txn, kMetaNextMerge, 1), last_merge + 1));
-        }
+        load_counters(txn, b.counters, last, last_merge);
     });
     sync_index();  // as after a commit: the index serves what was just written
+}
+
+// One imported record's fields, checked before any transaction.
+void Store::check_dump_row(const DumpRow& r) const {
+    std::string what = "record " + std::to_string(r.id);
+    if (r.text.empty() || r.text.size() > kMaxStatementBytes)
+        throw InvalidArgument(what + ": text must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
+    if (r.owners.empty() || r.owners.size() > kMaxOwnersPerRecord)
+        throw InvalidArgument(what + ": a record has 1 to " + std::to_string(kMaxOwnersPerRecord) + " owners");
+    for (const std::string& o : r.owners) check_owner_name(o);
+    if (r.vector.size() != dim_)
+        throw InvalidArgument(what + ": vector has " + std::to_string(r.vector.size()) + " values, not " +
+                              std::to_string(dim_));
+    double norm = 0;
+    for (float x : r.vector) {
+        if (!std::isfinite(x)) throw InvalidArgument(what + ": vector has NaN or inf");
+        norm += double(x) * x;
+    }
+    // Stored vectors of a cos store are unit length (the search relies on it).
+    if (metric_ == Metric::cos && std::fabs(norm - 1.0) > 1e-3)
+        throw InvalidArgument(what + ": vector is not unit length, as a store with metric 'cos' keeps them");
+    for (const std::string& d : r.digests)
+        if (d.size() != kDigestBytes) throw InvalidArgument(what + ": a text digest must be 16 bytes");
+    // I12 as import must meet it: row 0 first (no vector), the others
+    // ascending with a vector each, every owner an owner of the record.
+    for (size_t i = 0; i < r.said.size(); ++i) {
+        const SaidRow& sr = r.said[i];
+        std::string sw = what + ": statement " + std::to_string(sr.n);
+        if ((i == 0) != (sr.n == 0)) throw InvalidArgument(what + ": its statements must start with row 0 and ascend");
+        if (i > 0 && sr.n <= r.said[i - 1].n) throw InvalidArgument(what + ": its statements must ascend");
+        if (sr.vector.size() != (sr.n == 0 ? 0 : dim_))
+            throw InvalidArgument(sw + (sr.n == 0 ? " (row 0) has no vector of its own" : " needs a vector of dim floats"));
+        if (!finite_vector(sr.vector)) throw InvalidArgument(sw + ": vector has NaN or inf");
+        if (sr.text.empty() || sr.text.size() > kMaxStatementBytes)
+            throw InvalidArgument(sw + ": text must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
+        if (std::find(r.owners.begin(), r.owners.end(), sr.owner) == r.owners.end())
+            throw InvalidArgument(sw + " names '" + sr.owner + "', not an owner of the record");
+    }
+}
+
+// One imported record with its vector, digests, owners, statements and the
+// edges to records loaded before it (those to later ones come with them).
+void Store::load_row(MDB_txn* txn, const DumpRow& r) {
+    std::string what = "record " + std::to_string(r.id);
+    Be64 k(r.id);
+    put(txn, db_.records, val(k.b, 8), val(encode_record(r.round, r.deposit, r.text)), MDB_APPEND);
+    put(txn, db_.vectors, val(k.b, 8), val(r.vector.data(), dim_ * sizeof(float)), MDB_APPEND);
+    for (const std::string& d : r.digests) {
+        MDB_val cur;
+        if (agentsensus::get(txn, db_.norms, val(d), cur))
+            throw InvalidArgument(what + " has a text digest another record already has");
+        put(txn, db_.norms, val(d), val(k.b, 8));
+        put(txn, db_.rnorms, val(k.b, 8), val(d));
+    }
+    for (size_t i = 0; i < r.owners.size(); ++i) {
+        uint32_t oid = ensure_owner(txn, r.owners[i]);
+        if (!add_owner(txn, r.id, oid)) throw InvalidArgument(what + " names owner '" + r.owners[i] + "' twice");
+        journal(txn, i == 0 ? kAdd : kOwn, r.id, oid);
+    }
+    for (const SaidRow& sr : r.said)
+        put_said(txn, r.id, sr.n, ensure_owner(txn, sr.owner), sr.round,
+                 sr.vector.empty() ? nullptr : sr.vector.data(),
+                 sr.text == r.text ? std::string_view() : std::string_view(sr.text));
+    for (uint64_t e : r.edges) {
+        if (e == r.id) throw InvalidArgument(what + " has an edge to itself");
+        if (e > r.id) continue;  // added when record e lists this one
+        Be64 ek(e);
+        MDB_val ev;
+        if (!agentsensus::get(txn, db_.records, val(ek.b, 8), ev))
+            throw InvalidArgument(what + " has an edge to record " + std::to_string(e) + ", which is not there");
+        add_edge(txn, e, r.id);
+    }
+}
+
+void Store::load_merge(MDB_txn* txn, const MergeRow& m) {
+    std::string what = "merge " + std::to_string(m.seq);
+    Be64 sk(m.survivor);
+    MDB_val sv;
+    if (!agentsensus::get(txn, db_.records, val(sk.b, 8), sv))
+        throw InvalidArgument(what + " names record " + std::to_string(m.survivor) + ", which is not there");
+    put_merge(txn, m.seq, m.survivor, ensure_owner(txn, m.owner), m.round, m.kept, m.discarded);
+}
+
+// The counters the export gave (last batch), or ones above what was loaded.
+void Store::load_counters(MDB_txn* txn, const Counters* given, uint64_t last, uint64_t last_merge) {
+    if (given) {
+        const Counters& c = *given;
+        if (c.next_id <= last_key(txn, db_.records))
+            throw InvalidArgument("next_id " + std::to_string(c.next_id) + " is not above every record id");
+        if (c.next_merge <= last_key(txn, db_.merges))
+            throw InvalidArgument("next_merge " + std::to_string(c.next_merge) + " is not above every merge seq");
+        write_counters(txn, c);
+    } else {
+        set_meta_u64(txn, kMetaNextId, std::max(meta_u64(txn, kMetaNextId, 1), last + 1));
+        set_meta_u64(txn, kMetaNextMerge, std::max(meta_u64(txn, kMetaNextMerge, 1), last_merge + 1));
+    }
 }
 
 }  // namespace agentsensus
