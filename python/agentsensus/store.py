@@ -61,7 +61,8 @@ class Store:
     The tuning keyword arguments: ``merge_policy`` (``"keep_shorter"``
     (default), ``"keep_names"`` or a callable ``(existing, incoming) -> str``),
     ``sync`` (``True``: fsync every commit), ``exact_cutoff`` (owners with
-    at most this many records are recalled by an exact scan), ``map_size``
+    at most this many records are recalled by an exact scan, and a store of
+    at most this many records finds a deposit's candidates so), ``map_size``
     (the initial LMDB map in bytes; it grows by itself when full), and
     ``expansion_search`` (the HNSW search width, default 64: wider finds more
     of the true nearest records of large stores and costs more per search;

@@ -29,6 +29,8 @@ __all__ = ["ConsensusBackend"]
 
 # Store ids of the per-agent stores (ablation) are made distinct by this shift.
 _STORE_SHIFT = 40
+#: Stores up to this size are searched exactly (see ``ConsensusBackend``); plays sediment a few thousand.
+EXACT_CUTOFF = 1 << 17
 
 
 class ConsensusBackend:
@@ -56,8 +58,12 @@ class ConsensusBackend:
         self.merging = merging
         self.merge_policy = merge_policy
         # sync=False: a simulation's store is scratch; a crash loses a run, not a user's data.
+        # exact_cutoff: a store of at most this many records finds a deposit's candidates (and an
+        # owner's recall) by an exact scan, ties to the lower id. The HNSW graph differs from run to
+        # run (parallel inserts), so approximate candidates would make a seeded run irreproducible.
         self._kw: dict[str, Any] = {"dim": dim, "judge": self.judge, "candidates": candidates,
-                                    "min_similarity": min_similarity, "merge_policy": merge_policy, "sync": False}
+                                    "min_similarity": min_similarity, "merge_policy": merge_policy, "sync": False,
+                                    "exact_cutoff": EXACT_CUTOFF}
         self.stores: dict[str, Any] = {}
         self.seen: set[str] = set()  # every owner that deposited
         # The store creates its own directory, not missing parents.
