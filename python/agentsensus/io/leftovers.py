@@ -9,7 +9,7 @@ provably abandoned, and one whose lock is held is in use and is left alone.
 A directory without the lock file (an import that died between creating
 the directory and its lock, or one from a build before the lock) is left
 too: nothing proves it abandoned. ``compact.tmp/`` is the engine's
-business (cpp/store.cpp removes it at a writable open).
+business: a writable open of the store removes it.
 """
 
 from __future__ import annotations
