@@ -218,3 +218,63 @@ def test_the_said_table_size_bench_runs(tmp_path):
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "20 records, 20 merge-log entries, dim 16" in r.stdout and "% of data.mdb" in r.stdout
+
+
+class _RacingEngine:
+    """The engine, but a merge into the record lands between forget's read
+    of the statements and its write (as another writer's would)."""
+
+    def __init__(self, engine, store, rid):
+        self._engine, self._store, self._rid, self.raced = engine, store, rid, 0
+
+    def said(self, rid):
+        got = self._engine.said(rid)
+        if not self.raced:
+            self.raced += 1
+            self._store._engine = self._engine  # the racing deposit goes straight through
+            try:
+                self._store.deposit("dave", ["red door qzdw"], near(unit(1), 9), judge=first)
+            finally:
+                self._store._engine = self
+        return got
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+
+def test_a_merge_between_forgets_read_and_write_makes_it_plan_again(store_path):
+    with Store(store_path, dim=16) as s:
+        rid = three_owners(s)
+        racing = _RacingEngine(s._engine, s, rid)
+        s._engine = racing
+        try:
+            s.forget("bob", rid)  # its first plan saw three statements; the engine refuses it
+        finally:
+            s._engine = racing._engine
+        assert racing.raced == 1
+        m = s.get(rid)
+        # Planned again with dave's statement, the shortest that remains.
+        assert m.owners == {"alice", "carol", "dave"} and m.text == "red door qzdw"
+        assert "qzbobwords" not in exported(s) and s.verify() == []
+
+
+def test_verify_reports_a_said_row_of_an_owner_that_left(store_path):
+    import lmdb
+
+    with Store(store_path, dim=16) as s:
+        rid = three_owners(s)
+    env = lmdb.open(store_path, max_dbs=64)
+    with env.begin(write=True) as t:
+        owners = env.open_db(b"owners", txn=t, dupsort=True, create=False)
+        key = rid.to_bytes(8, "big")
+        with t.cursor(owners) as c:
+            assert c.set_key(key)
+            carol = [v for v in c.iternext_dup()][-1]
+        t.delete(key, carol, db=owners)  # carol leaves the owner set behind forget's back
+    env.close()
+    with Store(store_path) as s:
+        problems = s.verify()
+        assert any("names an owner not in its owner set" in p for p in problems), problems
+        s.repair()
+        assert s.verify() == []
+        assert all(r[1] != "carol" for r in s._handles().engine.said(rid)[1])
