@@ -121,3 +121,19 @@ def test_with_a_sentence_model_high_scores_admit_paraphrases() -> None:
     assert AccountJudge(use_scores=True).choose(statement, para) == 10
     para[0].score = 0.5
     assert AccountJudge(use_scores=True).choose(statement, para) is None
+
+
+@given(st.integers(0, 10_000), st.sampled_from([
+    "In round 2, Osric entered Elsinore, a platform before the castle.",
+    "In scene 7, Lord Polonius entered a room in the castle.",
+    "In scene 9, Lucianus said: Thoughts black, hands apt, drugs fit.",
+    "In round 4, Hamlet takes Horatio aside about ghost.",
+]))
+def test_a_retelling_is_never_cut_down_to_its_time(seed: int, retold: str) -> None:
+    # Leaving out the last comma-separated part of a retold move once left "In scene 7.": no fact at all.
+    ev = Event(40 + seed % 7, 5, "say", "the hall", ("Horatio",), retold, ("Bernardo",), CROWD[:4], when="round 5")
+    for w, stmts in texts(ev, Variation(1.0, seed=seed)).items():
+        assert stmts, w
+        for s in stmts:
+            r = read(s)
+            assert r.time is not None and r.time[0] == retold.split()[1] and len(r.core.split()) >= 2, (w, s)

@@ -26,7 +26,8 @@ _CLAUSE_END = re.compile(r"(?:(?<=[.!?;:])|(?<=[.!?;:]['\"]))\s+(?=\S)")
 _WORD = re.compile(r"\w+")
 MIN_WORDS = 4
 _PLAIN = Variation(0.0)
-_RETOLD = re.compile(r"^(In (?:scene|round) \d+, [^:\"]{1,80}? said: )(.+)$", re.DOTALL)
+# A retelling leads with the time of what it retells, and a retold speech with who said it.
+_RETOLD = re.compile(r"^(In (?:scene|round) \d+, (?:[^:\"]{1,80}? said: )?)(.+)$", re.DOTALL)
 
 
 def has_words(text: str) -> bool:
@@ -105,7 +106,10 @@ def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
                   f"{lead}{said} told {names(event.targets)}, and I overheard: \"{{}}\""]
     frame = v.pick(rng, frames)
     frame = frame[:1].upper() + frame[1:]
-    # A retelling ("In scene 3, Hamlet said: ...") keeps its lead on every statement it splits into.
+    # A retelling ("In scene 3, Hamlet said: ...", "In round 2, Osric entered the hall.") keeps its
+    # lead on every statement it splits into: a part left out is a part of what it retells, never
+    # all of it (dropping the last comma-separated part of "In round 2, Osric entered the hall."
+    # left "In round 2.", an account of nothing).
     m = _RETOLD.match(event.text)
     lead_in, body = (m.group(1), m.group(2)) if m else ("", event.text)
     sentences = split_statements(body)
