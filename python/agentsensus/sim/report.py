@@ -42,7 +42,10 @@ SETTING = [
     ("embedder", "The paper embedded with a sentence model; the hashing embedder here knows words, not synonyms, "
                  "so the judge's candidates are the lexical neighbours."),
     ("world", "The paper let agents continue a sedimented story; here every character on stage witnesses every "
-              "event and deposits its own account, so one event reaches the store once per witness."),
+              "event and deposits its own account, so one event reaches the store once per witness. Most sim "
+              "entries are moves and acts seen by several, whose accounts merge in the round they are made, so "
+              "sharing over sim entries starts far above the paper's; it rises with the horizon as retellings "
+              "add listeners to older entries."),
 ]
 
 _NAMES = {
