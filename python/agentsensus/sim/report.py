@@ -44,8 +44,9 @@ SETTING = [
     ("world", "The paper let agents continue a sedimented story; here every character on stage witnesses every "
               "event and deposits its own account, so one event reaches the store once per witness. Most sim "
               "entries are moves and acts seen by several, whose accounts merge in the round they are made, so "
-              "sharing over sim entries starts far above the paper's; it rises with the horizon as retellings "
-              "add listeners to older entries."),
+              "sharing over sim entries starts far above the paper's. Retellings add listeners to older entries "
+              "as rounds go on, while moves into places nobody else stands in add one-owner entries; which of "
+              "the two gains sets the horizon's trend."),
 ]
 
 _NAMES = {
@@ -335,10 +336,9 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
                          ["whole store shared"] + [f"{hz['consensus'][r]['shared_pct']:.1f}%" for r in cols]]))
         pcts = [hz["consensus"][r]["sim_shared_pct"] for r in cols]
         if len(pcts) > 1 and pcts[-1] < pcts[0]:
-            p.append("<p class='note'>Sharing over sim entries does not rise here. The continuation opens where "
-                     "the play ends, most survivors standing together, so the first rounds' events have many "
-                     "witnesses; as the agents disperse new entries have fewer, while retelling news to those who "
-                     "did not see it adds owners to older ones.</p>")
+            p.append("<p class='note'>Sharing over sim entries does not rise here. Retelling news to those who "
+                     "did not see it adds owners to older entries, but as the agents disperse, more of the new "
+                     "entries are moves into places where nobody else stands, seen by the mover alone.</p>")
         p.append(f"<p class='paper'>Paper: {PAPER['horizon']}.</p>")
 
     # Graph figures.
