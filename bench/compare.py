@@ -33,11 +33,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-import numpy as np
-
 # Sibling modules of bench/ (on sys.path because this file runs as a script).
 import compare_report
 import datasets
+import numpy as np
 import peers
 from peers.base import DEPOSIT_WORKLOADS, OPEN, RECALL, Corpus, Peer
 
@@ -185,11 +184,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a small smoke run: 2k records, few repetitions")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "compare.json"), help="JSON output path")
     ap.add_argument("--peers", default=",".join(peers.NAMES), help=f"comma-separated subset of {','.join(peers.NAMES)}")
-    ap.add_argument("--sync", action="store_true", help="fsync every commit (agentsensus, glue, lmdb); default off for all")
-    ap.add_argument("--agentsensus-build", choices=["import", "deposit"], default="import",
-                    help="build the agentsensus store from the cached corpus store written through the import path "
-                         "(default) or by deposit_many")
-    ap.add_argument("--workdir", default=None, help="where the stores are built (default: a temporary dir under bench/.data)")
+    ap.add_argument(
+        "--sync", action="store_true", help="fsync every commit (agentsensus, glue, lmdb); default off for all"
+    )
+    ap.add_argument(
+        "--agentsensus-build",
+        choices=["import", "deposit"],
+        default="import",
+        help="build the agentsensus store from the cached corpus store written through the import path "
+        "(default) or by deposit_many",
+    )
+    ap.add_argument(
+        "--workdir", default=None, help="where the stores are built (default: a temporary dir under bench/.data)"
+    )
     args = ap.parse_args(argv)
     n = args.n or (2_000 if args.quick else 100_000)
     reps = QUICK if args.quick else FULL
@@ -199,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown peers: {', '.join(sorted(unknown))}")
     names.sort(key=lambda s: s != compare_report.ENGINE)  # the engine first: its column is the reference
     info = {"machine": machine(), "versions": versions(), "command": " ".join(sys.argv), "n": n, "dim": datasets.DIM}
-    info.update({"sync": args.sync, "k": K, "reps": asdict(reps), "peers": names,
-                 "agentsensus_build": args.agentsensus_build})
+    info.update(
+        {"sync": args.sync, "k": K, "reps": asdict(reps), "peers": names, "agentsensus_build": args.agentsensus_build}
+    )
     print(f"compare: {n:,} records, dim {datasets.DIM}, peers {', '.join(names)}", file=sys.stderr)
 
     os.makedirs(datasets.DATA, exist_ok=True)
@@ -209,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     ps = [peers.make(name, os.path.join(workdir, name), sync=args.sync, cache_dir=datasets.DATA) for name in names]
     for p in ps:
         if p.name == compare_report.ENGINE:
-            setattr(p, "build_via", args.agentsensus_build)
+            p.build_via = args.agentsensus_build
     samples: dict[str, dict[str, list[float]]] = {}
     accuracy: dict[str, dict[str, list[float]]] = {}
     build_s: dict[str, float] = {}

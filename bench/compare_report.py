@@ -65,14 +65,16 @@ def bars(table: dict[str, Any], n: int) -> list[dict[str, Any]]:
         if a and glue:
             v = glue / a
             out.append(_bar("recall >= 3x faster than the Python glue", w, v, ">= 3.00", v >= 3.0))
-    for w, row in table.items():
+    for w in table:
         a, ch = ms(w, ENGINE), ms(w, "chroma")
         if a and ch:
             v = ch / a
             out.append(_bar("ahead of Chroma", w, v, "> 1.00", v > 1.0))
     a = ms("open", ENGINE)
     if a is not None:
-        out.append(_bar(f"open after a clean close < 1 s (bar is at 1M; measured at {n:,})", "open", a / 1e3, "< 1 s", a < 1e3))
+        out.append(
+            _bar(f"open after a clean close < 1 s (bar is at 1M; measured at {n:,})", "open", a / 1e3, "< 1 s", a < 1e3)
+        )
     return out
 
 

@@ -43,8 +43,11 @@ def main() -> int:
             try:
                 r = run_trial(d, seed, max_ops=args.max_ops)
                 results.append(asdict(r))
-                print(f"trial {i + 1}/{args.trials} seed {seed}: {r.acknowledged} acknowledged ops verified"
-                      f"{', one in flight' if r.in_flight else ''}", flush=True)
+                print(
+                    f"trial {i + 1}/{args.trials} seed {seed}: {r.acknowledged} acknowledged ops verified"
+                    f"{', one in flight' if r.in_flight else ''}",
+                    flush=True,
+                )
             except AssertionError as e:
                 failures.append({"seed": seed, "error": str(e)})
                 print(f"trial {i + 1}/{args.trials} seed {seed}: FAILED\n{e}", flush=True)

@@ -134,16 +134,22 @@ PAPER_C = {"Planfence": (143, 237), "per-update sync": (52, 1196)}
 NAIVE = "Planfence, naive replan"
 
 
-def lte_world(value_bytes: int = VALUE_BYTES, plan_inputs: int = PLAN_INPUTS,
-              holders: Optional[list[str]] = None) -> World:
+def lte_world(
+    value_bytes: int = VALUE_BYTES, plan_inputs: int = PLAN_INPUTS, holders: Optional[list[str]] = None
+) -> World:
     """128 keys over four owners; the actor's plan has ``plan_inputs`` inputs
     spread evenly over the owners; by default the keys feed plans that every
     agent holds, so an update has four holders besides its writer."""
     keys = [f"k{j:03d}" for j in range(N_KEYS)]
     owner = {k: BASE_OWNERS[j % len(BASE_OWNERS)] for j, k in enumerate(keys)}
     return World(
-        agents=AGENTS, owner=owner, plan_inputs=keys[:plan_inputs], holders=holders or AGENTS,
-        actor=EXE, planner=PLN, value_bytes=value_bytes,
+        agents=AGENTS,
+        owner=owner,
+        plan_inputs=keys[:plan_inputs],
+        holders=holders or AGENTS,
+        actor=EXE,
+        planner=PLN,
+        value_bytes=value_bytes,
     )
 
 
@@ -198,51 +204,74 @@ def experiment_c(root: str, rates: list[float], actions: int, seed: int, profile
         f"{len(BASE_OWNERS)} owners, {VALUE_BYTES} B values, a {PLAN_INPUTS}-input plan, {len(w.holders) - 1} holders "
         f"per update; one action a second, {actions} per rate (virtual time).\n"
     )
-    print(f"| updates/s | Planfence | {NAIVE} | per-update sync (acknowledged) | actions that replanned | blocked (Planfence) |")
+    print(
+        f"| updates/s | Planfence | {NAIVE} | per-update sync (acknowledged) | actions that replanned | blocked (Planfence) |"
+    )
     print("|---|---|---|---|---|---|")
     for r in rates:
         trace = update_trace(r, actions + 1.0, seed)
         pf = run_planfence(os.path.join(root, f"c{r}"), w, EmulatedNetwork(AGENTS, profile, seed), trace, times, seed)
-        old = run_planfence(os.path.join(root, f"c{r}-naive"), w, EmulatedNetwork(AGENTS, profile, seed), trace, times,
-                            seed, replan="all")
+        old = run_planfence(
+            os.path.join(root, f"c{r}-naive"),
+            w,
+            EmulatedNetwork(AGENTS, profile, seed),
+            trace,
+            times,
+            seed,
+            replan="all",
+        )
         for d in (f"c{r}", f"c{r}-naive"):
             shutil.rmtree(os.path.join(root, d))
         pu = run_sync(w, EmulatedNetwork(AGENTS, profile, seed), trace, times)
         for name, got in zip(runs, (pf, old, pu)):
             runs[name].append(got)
         share = sum(a.replanned for a in pf) / len(pf)
-        print(f"| {r:g} | {mean_ms(pf):.0f} | {mean_ms(old):.0f} | {mean_ms(pu):.0f} | {share:.0%} | "
-              f"{sum(a.blocked for a in pf)}/{len(pf)} |", flush=True)
+        print(
+            f"| {r:g} | {mean_ms(pf):.0f} | {mean_ms(old):.0f} | {mean_ms(pu):.0f} | {share:.0%} | "
+            f"{sum(a.blocked for a in pf)}/{len(pf)} |",
+            flush=True,
+        )
     m = {name: [mean_ms(x) for x in v] for name, v in runs.items()}
     pf_lo, pf_hi = PAPER_C["Planfence"]
     pu_lo, pu_hi = PAPER_C["per-update sync"]
-    print(f"| ours, {rates[-1] / rates[0]:g}x range | {min(m['Planfence']):.0f}-{max(m['Planfence']):.0f} "
-          f"({max(m['Planfence']) / min(m['Planfence']):.1f}x) | "
-          f"{min(m[NAIVE]):.0f}-{max(m[NAIVE]):.0f} | "
-          f"{m['per-update sync'][0]:.0f} -> {m['per-update sync'][-1]:.0f} | | |")
+    print(
+        f"| ours, {rates[-1] / rates[0]:g}x range | {min(m['Planfence']):.0f}-{max(m['Planfence']):.0f} "
+        f"({max(m['Planfence']) / min(m['Planfence']):.1f}x) | "
+        f"{min(m[NAIVE]):.0f}-{max(m[NAIVE]):.0f} | "
+        f"{m['per-update sync'][0]:.0f} -> {m['per-update sync'][-1]:.0f} | | |"
+    )
     print(f"| paper, 64x range | {pf_lo}-{pf_hi}, flat ({pf_hi / pf_lo:.1f}x) | - | {pu_lo} -> {pu_hi} | | |")
-    print(f"\nCrossover (ours): {crossover(rates, m['Planfence'], m['per-update sync'])}. "
-          "Paper: per-update sync is cheaper only at the lowest rates.")
+    print(
+        f"\nCrossover (ours): {crossover(rates, m['Planfence'], m['per-update sync'])}. "
+        "Paper: per-update sync is cheaper only at the lowest rates."
+    )
 
     print("\n### (c) where the stall goes: mean ms per action\n")
     print("| executor | updates/s | stall | " + " | ".join(PARTS.values()) + " |")
     print("|---|---|---|" + "---|" * len(PARTS))
     for name, per_rate in runs.items():
         for r, xs in zip(rates, per_rate):
-            print(f"| {name} | {r:g} | {mean_ms(xs):.0f} | " + " | ".join(f"{mean_ms(xs, p):.0f}" for p in PARTS) + " |")
+            print(
+                f"| {name} | {r:g} | {mean_ms(xs):.0f} | " + " | ".join(f"{mean_ms(xs, p):.0f}" for p in PARTS) + " |"
+            )
 
     print("\n### (c) Planfence's stall by what the action met: share of actions, mean ms\n")
     print("| updates/s | plan current | replanned, then acted | replanned, then blocked |\n|---|---|---|---|")
     for r, xs in zip(rates, runs["Planfence"]):
         cells = []
-        for group in ([a for a in xs if not a.replanned], [a for a in xs if a.replanned and not a.blocked],
-                      [a for a in xs if a.blocked]):
+        for group in (
+            [a for a in xs if not a.replanned],
+            [a for a in xs if a.replanned and not a.blocked],
+            [a for a in xs if a.blocked],
+        ):
             cells.append(f"{len(group) / len(xs):.0%}, {mean_ms(group):.0f}" if group else "0%, -")
         print(f"| {r:g} | " + " | ".join(cells) + " |")
 
     print("\n### (c) the same run with one setting changed: mean ms per action\n")
-    print(f"| setting | Planfence at {rates[0]:g} / {rates[-1]:g} updates/s | per-update sync at {rates[0]:g} / "
-          f"{rates[-1]:g} updates/s | crossover |\n|---|---|---|---|")
+    print(
+        f"| setting | Planfence at {rates[0]:g} / {rates[-1]:g} updates/s | per-update sync at {rates[0]:g} / "
+        f"{rates[-1]:g} updates/s | crossover |\n|---|---|---|---|"
+    )
     variants = {"as above": (m["Planfence"], m["per-update sync"])}
     for name, change in [("as above", None), *VARIANTS.items()]:
         if change is not None:
@@ -251,13 +280,18 @@ def experiment_c(root: str, rates: list[float], actions: int, seed: int, profile
             for r in rates:
                 trace = update_trace(r, actions + 1.0, seed)
                 root_v = os.path.join(root, f"c{r}-{len(variants)}")
-                pf_v.append(mean_ms(run_planfence(root_v, v, EmulatedNetwork(AGENTS, profile, seed), trace, times, seed)))
+                pf_v.append(
+                    mean_ms(run_planfence(root_v, v, EmulatedNetwork(AGENTS, profile, seed), trace, times, seed))
+                )
                 pu_v.append(mean_ms(run_sync(v, EmulatedNetwork(AGENTS, profile, seed), trace, times)))
                 shutil.rmtree(root_v)
             variants[name] = (pf_v, pu_v)
         pf_v, pu_v = variants[name]
-        print(f"| {name} | {pf_v[0]:.0f} / {pf_v[-1]:.0f} | {pu_v[0]:.0f} / {pu_v[-1]:.0f} | "
-              f"{crossover(rates, pf_v, pu_v)} |", flush=True)
+        print(
+            f"| {name} | {pf_v[0]:.0f} / {pf_v[-1]:.0f} | {pu_v[0]:.0f} / {pu_v[-1]:.0f} | "
+            f"{crossover(rates, pf_v, pu_v)} |",
+            flush=True,
+        )
 
     print("\n### (c) differences in setting from the paper's run\n")
     for line in setting_differences(rates, variants):
@@ -267,8 +301,9 @@ def experiment_c(root: str, rates: list[float], actions: int, seed: int, profile
         print(f"- {line}")
 
 
-def shape_differences(rates: list[float], runs: dict[str, list[list[ActionStall]]],
-                      variants: dict[str, tuple[list[float], list[float]]]) -> list[str]:
+def shape_differences(
+    rates: list[float], runs: dict[str, list[list[ActionStall]]], variants: dict[str, tuple[list[float], list[float]]]
+) -> list[str]:
     """What, in our numbers, makes our curves differ from the paper's."""
     short = variants["a 4-input plan"][0]
     current = [mean_ms(g) for xs in runs["Planfence"] if (g := [a for a in xs if not a.replanned])]
@@ -376,7 +411,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workflows", type=int, default=30)
     ap.add_argument("--actions", type=int, default=300, help="actions per update rate in (c)")
-    ap.add_argument("--rates", type=_rates, default=RATES, help="update rates in (c), comma-separated (default: %(default)s)")
+    ap.add_argument(
+        "--rates", type=_rates, default=RATES, help="update rates in (c), comma-separated (default: %(default)s)"
+    )
     a = ap.parse_args(argv)
     if a.workflows < 1 or a.actions < 1:
         ap.error("--workflows and --actions must be at least 1")
@@ -406,8 +443,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"| all-key validation ({nkeys} keys) | ~81 KiB (10x) | {every} B ({every / scoped:.1f}x) |")
 
         us, b = engine_time(root)
-        print(f"\nTime of a 128-input, 5-owner check in the engine, called through the binding (frontier + "
-              f"5 encoded queries + answers + verdict; best of 50 batches of 200): {us:.1f} us; {b} bytes per action.")
+        print(
+            f"\nTime of a 128-input, 5-owner check in the engine, called through the binding (frontier + "
+            f"5 encoded queries + answers + verdict; best of 50 batches of 200): {us:.1f} us; {b} bytes per action."
+        )
     print(f"\n(ran in {time.perf_counter() - t_start:.0f} s)")
     return 0
 

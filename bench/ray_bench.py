@@ -49,7 +49,6 @@ def unit_rows(n: int, dim: int, seed: int) -> np.ndarray:
 
 def bench_calls(args: argparse.Namespace) -> None:
     import ray
-
     from agentsensus import Store
     from agentsensus.ray import RemoteStore, StoreActor, local_cluster, node_resource, on_node
 
@@ -85,7 +84,12 @@ def bench_calls(args: argparse.Namespace) -> None:
             rows.append(
                 (
                     f"deposit of 100 statements, (100, {dim}) f32, local Store",
-                    median_ms(lambda: local.deposit("bench", [f"batch statement {i}" for i in range(100)], unit_rows(100, dim, 2)), max(5, n // 10)),
+                    median_ms(
+                        lambda: local.deposit(
+                            "bench", [f"batch statement {i}" for i in range(100)], unit_rows(100, dim, 2)
+                        ),
+                        max(5, n // 10),
+                    ),
                 )
             )
             local.close()
@@ -114,7 +118,9 @@ def bench_check(args: argparse.Namespace) -> None:
         with local_cluster([{}]):
             local_owners = {o: Store(os.path.join(base, "local-" + o), dim=4) for o in OWNERS}
             remote_owners = {
-                o: RemoteStore(StoreActor.options(name=owner_actor_name(o)).remote(os.path.join(base, "ray-" + o), dim=4))
+                o: RemoteStore(
+                    StoreActor.options(name=owner_actor_name(o)).remote(os.path.join(base, "ray-" + o), dim=4)
+                )
                 for o in OWNERS
             }
             for o, keys in OWNERS.items():
@@ -137,7 +143,11 @@ def bench_check(args: argparse.Namespace) -> None:
 
             ray_client = RayHeadsClient.named(OWNERS)
             with HeadsClient({o: s.url for o, s in zip(OWNERS, servers)}, token=token, timeout=5) as http:
-                peers = [("in-process owners (encoded, no transport)", InProcess()), ("HTTP (aiohttp, token MAC)", http), ("Ray actor calls", ray_client)]
+                peers = [
+                    ("in-process owners (encoded, no transport)", InProcess()),
+                    ("HTTP (aiohttp, token MAC)", http),
+                    ("Ray actor calls", ray_client),
+                ]
                 rows = []
                 for name, heads in peers:
                     c = f.check("plan", heads=heads)
@@ -219,7 +229,10 @@ def bench_reopen(args: argparse.Namespace) -> None:
         built = os.path.join(base, "built")
         t = time.perf_counter()
         child(built, "build", str(args.records), str(args.dim))
-        print(f"built {args.records} records (dim {args.dim}) and killed the writer in {time.perf_counter() - t:.0f} s", flush=True)
+        print(
+            f"built {args.records} records (dim {args.dim}) and killed the writer in {time.perf_counter() - t:.0f} s",
+            flush=True,
+        )
         rows: dict[str, list[dict[str, Any]]] = {"no checkpoint": [], "checkpoint": [], "clean close": []}
         for _ in range(args.trials):
             path = os.path.join(base, "trial")
@@ -233,7 +246,9 @@ def bench_reopen(args: argparse.Namespace) -> None:
         for name, rs in rows.items():
             o = statistics.median(r["open"] for r in rs)
             f = statistics.median(r["first"] for r in rs)
-            print(f"  {name:<14} open {o * 1000:9.1f} ms   first recall + deposit {f * 1000:8.1f} ms   ({o / ref:6.1f}x checkpoint)")
+            print(
+                f"  {name:<14} open {o * 1000:9.1f} ms   first recall + deposit {f * 1000:8.1f} ms   ({o / ref:6.1f}x checkpoint)"
+            )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -28,7 +28,6 @@ INSTALLED = "installed"
 def measure(path: str, n: int) -> dict[str, float]:
     """One process's timings (seconds) of the read paths."""
     import numpy as np
-
     from agentsensus import Store
 
     # A sibling module of bench/, on sys.path because this file runs as a script.
@@ -83,8 +82,9 @@ def main() -> int:
             env.pop("PYTHONPATH", None)  # the installed package, unless a PKG_DIR is asked for
             if b != INSTALLED:
                 env["PYTHONPATH"] = b
-            done = subprocess.run([sys.executable, __file__, "--child", path, n], capture_output=True, text=True,
-                                  env=env, check=True)
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", path, n], capture_output=True, text=True, env=env, check=True
+            )
             runs[b].append(json.loads(done.stdout))
     first = builds[0]
     print("| read | " + " | ".join(builds) + " |")

@@ -18,7 +18,6 @@ import tempfile
 
 import lmdb
 import numpy as np
-
 from agentsensus import Store
 
 TABLES = ["records", "vectors", "said", "merges", "norms", "owners", "journal"]
@@ -41,8 +40,14 @@ def main() -> None:
         path = os.path.join(d, "s")
         with Store(path, dim=a.dim, sync=False, min_similarity=0.9) as s:
             for o in range(a.owners):
-                items = [(f"owner{o}", [f"owner {o} saw event {e} happen near the old mill at dusk"],
-                          base[e] + 0.05 * rng.standard_normal(a.dim).astype(np.float32)) for e in range(a.events)]
+                items = [
+                    (
+                        f"owner{o}",
+                        [f"owner {o} saw event {e} happen near the old mill at dusk"],
+                        base[e] + 0.05 * rng.standard_normal(a.dim).astype(np.float32),
+                    )
+                    for e in range(a.events)
+                ]
                 s.deposit_many(items, judge=first)
                 print(f"owner {o + 1}/{a.owners} deposited", flush=True)
             st = s.stats()

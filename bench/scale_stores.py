@@ -16,10 +16,8 @@ import shutil
 import time
 
 import numpy as np
-
 from agentsensus import Store
 from agentsensus.normalize import text_digest
-
 from datasets import BLOCK, CORPUS_CHUNK, CORPUS_KIND, DATA, DIM, corpus_chunk, corpus_owners, corpus_text, progress
 
 CHUNK = CORPUS_CHUNK  # records per write transaction (a multiple of BLOCK: no deposit straddles two)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from agentsensus import Store
 from fence_timing import best_check_time_us
 

@@ -23,9 +23,7 @@ import time
 
 import numpy as np
 import pytest
-
 from agentsensus import Store
-
 from datasets import CORPUS_KIND, DATA, SELECTIVITY, corpus_chunk, corpus_owned, corpus_queries
 from scale_stores import CHUNK, corpus_store
 
@@ -77,8 +75,9 @@ def test_recall_k5_expand(benchmark, store, share):
     with Store(path, create=False, readonly=True) as s:
         got = [{m.id for m in s.recall(owner, q, k=K) if m.via == "hit"} for q in qs]
         calls = iter(range(10**9))
-        benchmark.pedantic(lambda: s.recall(owner, qs[next(calls) % QUERIES], k=K), rounds=QUERIES, iterations=1,
-                           warmup_rounds=5)
+        benchmark.pedantic(
+            lambda: s.recall(owner, qs[next(calls) % QUERIES], k=K), rounds=QUERIES, iterations=1, warmup_rounds=5
+        )
     benchmark.extra_info["recall_at_5"] = float(np.mean([len(g & t) / K for g, t in zip(got, truth)]))
     benchmark.extra_info["owned"] = int(len(corpus_owned(n, owner)))
 
@@ -125,8 +124,7 @@ def test_open_after_unclean_close(benchmark, store):
     shutil.copytree(path, copy)
     q = corpus_queries(n, 1, seed=5)[0]
     try:
-        benchmark.pedantic(_open_and_recall, args=(copy, q), setup=lambda: _killed_writer(copy), rounds=3,
-                           iterations=1)
+        benchmark.pedantic(_open_and_recall, args=(copy, q), setup=lambda: _killed_writer(copy), rounds=3, iterations=1)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
 

@@ -16,12 +16,9 @@ from __future__ import annotations
 import itertools
 import os
 
-import numpy as np
 import pytest
-
 from agentsensus import Store, judges
-
-from datasets import DIM, copy_of, corpus, queries, vectors
+from datasets import copy_of, corpus, queries, vectors
 from scale_stores import corpus_store
 
 N = int(os.environ.get("AGENTSENSUS_BENCH_N", "100000"))

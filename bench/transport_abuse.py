@@ -307,8 +307,10 @@ def main() -> int:
                     ("token", "abuse, insiders", TOKEN, "both"),
                 ):
                     label = f"{mode}: {name}"
-                    print(f"measuring {label}: {a.rounds} rounds of {a.checks // a.rounds} checks idle, then abused ...",
-                          flush=True)
+                    print(
+                        f"measuring {label}: {a.rounds} rounds of {a.checks // a.rounds} checks idle, then abused ...",
+                        flush=True,
+                    )
                     abusers = Abusers(servers[mode].port, abuser_token, kind)
                     idle_t: list[float] = []
                     abused_t: list[float] = []
@@ -348,8 +350,10 @@ def main() -> int:
 
     cost = mac_cost()
     print()
-    print(f"{'scenario':<26} {'idle median':>11} {'abused median':>13} {'x':>6} {'idle p99':>9} {'abused p99':>10} "
-          f"{'blocked':>8}  abusers got")
+    print(
+        f"{'scenario':<26} {'idle median':>11} {'abused median':>13} {'x':>6} {'idle p99':>9} {'abused p99':>10} "
+        f"{'blocked':>8}  abusers got"
+    )
     for label, idle_t, abused_t, blocked, note in rows:
         mi, ma = statistics.median(idle_t), statistics.median(abused_t)
         print(
@@ -358,10 +362,14 @@ def main() -> int:
         )
     print()
     mo, mt = statistics.median(idle["open"]), statistics.median(idle["token"])
-    print(f"idle check median over {len(idle['open'])} checks each: open {mo * 1e3:.2f} ms, token {mt * 1e3:.2f} ms, "
-          f"ratio {mt / mo:.2f}")
-    print(f"MAC CPU per check (sign + verify the request, seal + verify the answer, 8 keys): {cost * 1e6:.1f} us, "
-          f"{cost / mo * 100:.1f}% of the open median")
+    print(
+        f"idle check median over {len(idle['open'])} checks each: open {mo * 1e3:.2f} ms, token {mt * 1e3:.2f} ms, "
+        f"ratio {mt / mo:.2f}"
+    )
+    print(
+        f"MAC CPU per check (sign + verify the request, seal + verify the answer, 8 keys): {cost * 1e6:.1f} us, "
+        f"{cost / mo * 100:.1f}% of the open median"
+    )
     return 0
 
 

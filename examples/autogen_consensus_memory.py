@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import tempfile
 
+from agentsensus import Store, embedders
+from agentsensus.integrations.autogen import ConsensusMemory
 from autogen_core.memory import MemoryContent, MemoryMimeType
 from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import UserMessage
-
-from agentsensus import Store, embedders
-from agentsensus.integrations.autogen import ConsensusMemory
 
 
 def fact(text: str) -> MemoryContent:

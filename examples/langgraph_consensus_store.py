@@ -10,11 +10,10 @@ from __future__ import annotations
 import tempfile
 from typing import Any, TypedDict
 
-from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
-
 from agentsensus import embedders
 from agentsensus.integrations.langgraph import ConsensusStore
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 
 class State(TypedDict):

@@ -23,7 +23,6 @@ import atheris
 
 with atheris.instrument_imports(include=["agentsensus"]):
     import numpy as np
-
     from agentsensus import Error, Store
 
 DIM = 4
@@ -95,8 +94,12 @@ def one_call(fdp: atheris.FuzzedDataProvider) -> None:
         store.deposit_many(items)
     elif op == 2:
         q = vectors(fdp, 1)
-        store.recall(owner, q[0] if isinstance(q, (list, np.ndarray)) and len(q) else q, k=fdp.ConsumeIntInRange(-1, 50),
-                     expand=fdp.ConsumeBool())
+        store.recall(
+            owner,
+            q[0] if isinstance(q, (list, np.ndarray)) and len(q) else q,
+            k=fdp.ConsumeIntInRange(-1, 50),
+            expand=fdp.ConsumeBool(),
+        )
     elif op == 3:
         store.get(ident(fdp))
     elif op == 4:
@@ -119,7 +122,9 @@ def one_call(fdp: atheris.FuzzedDataProvider) -> None:
     elif op == 10:
         keys = store.fence.keys()
         if keys:
-            store.fence.check(keys[fdp.ConsumeIntInRange(0, len(keys) - 1)], scope=[text(fdp)] if fdp.ConsumeBool() else None)
+            store.fence.check(
+                keys[fdp.ConsumeIntInRange(0, len(keys) - 1)], scope=[text(fdp)] if fdp.ConsumeBool() else None
+            )
     else:
         store.close()
         store = Store(PATH)

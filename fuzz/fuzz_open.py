@@ -27,7 +27,6 @@ import atheris
 
 with atheris.instrument_imports(include=["agentsensus"]):
     import numpy as np
-
     from agentsensus import Error, Store
     from agentsensus._core import check_pages
 

@@ -6,9 +6,7 @@ import os
 from typing import Iterator
 
 import pytest
-
 from agentsensus import Store
-
 from helpers import DIM
 
 

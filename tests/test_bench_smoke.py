@@ -41,8 +41,22 @@ def run(args: list[str], data: Path, cwd: Path, **env: str) -> subprocess.Comple
 def test_compare_quick_runs_every_installed_peer(data: Path, tmp_path: Path) -> None:
     peers = ["agentsensus", "python-glue", "usearch", "lmdb"]
     out = tmp_path / "compare.json"
-    run([str(BENCH / "compare.py"), "--quick", "--n", "500", "--peers", ",".join(peers),
-         "--workdir", str(tmp_path / "stores"), "--out", str(out)], data, tmp_path)
+    run(
+        [
+            str(BENCH / "compare.py"),
+            "--quick",
+            "--n",
+            "500",
+            "--peers",
+            ",".join(peers),
+            "--workdir",
+            str(tmp_path / "stores"),
+            "--out",
+            str(out),
+        ],
+        data,
+        tmp_path,
+    )
     report = json.loads(out.read_text())
     assert report["n"] == 500 and report["peers"] == peers
     deposits = {w: cells for w, cells in report["workloads"].items() if w.startswith("deposit")}
@@ -51,7 +65,11 @@ def test_compare_quick_runs_every_installed_peer(data: Path, tmp_path: Path) -> 
         for peer in peers:
             assert cells[peer]["median_ms"] > 0, (workload, peer)
     assert {w for w in report["workloads"] if w.startswith("recall")} == {
-        "recall_0.1%", "recall_1%", "recall_10%", "recall_100%"}
+        "recall_0.1%",
+        "recall_1%",
+        "recall_10%",
+        "recall_100%",
+    }
     assert report["bars"] and all(b["value"] is not None for b in report["bars"])
 
 
@@ -82,7 +100,11 @@ def test_crash_soak_two_trials(data: Path, tmp_path: Path) -> None:
 )
 def test_pytest_benchmark_suite_runs(data: Path, tmp_path: Path, script: str, env: dict[str, str]) -> None:
     # --benchmark-disable: each benchmarked call runs once, untimed.
-    done = run(["-m", "pytest", str(BENCH / script), "-q", "-p", "no:cacheprovider", "--benchmark-disable"],
-               data, tmp_path, **env)
+    done = run(
+        ["-m", "pytest", str(BENCH / script), "-q", "-p", "no:cacheprovider", "--benchmark-disable"],
+        data,
+        tmp_path,
+        **env,
+    )
     summary = done.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "skipped" not in summary and "failed" not in summary, summary

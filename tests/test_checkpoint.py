@@ -12,9 +12,7 @@ import sys
 import textwrap
 
 import pytest
-
 from agentsensus import Error, Store
-
 from helpers import DIM, unit
 
 # magic[8] then IndexHeader: uuid[16], journal_seq u64 (native), ...
@@ -53,7 +51,9 @@ _CHILD = textwrap.dedent(
 def crash(path: str, before: int, after: int) -> str:
     r = subprocess.run(
         [sys.executable, "-c", _CHILD, path, str(before), str(after), str(DIM)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert r.returncode == -signal.SIGKILL, r.stderr
     return r.stdout.strip()

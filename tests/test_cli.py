@@ -11,7 +11,6 @@ import sys
 from typing import Any
 
 import pytest
-
 from agentsensus import Store, judges
 from agentsensus.cli import main
 from agentsensus.embedders import hash as embed
@@ -69,7 +68,9 @@ def test_recall_text_query_matches_the_api(world: str, capsys: pytest.CaptureFix
     assert rows[0]["via"] == "hit" and rows[0]["score"] == pytest.approx(api[0].score)
     assert [r["text"] for r in rows if r["via"] == "edge"] == ["Horatio is afraid"]
 
-    code, out, _ = run(capsys, "recall", world, "horatio", "what walks at midnight?", "--k", "1", "--no-expand", "--json")
+    code, out, _ = run(
+        capsys, "recall", world, "horatio", "what walks at midnight?", "--k", "1", "--no-expand", "--json"
+    )
     assert [r["via"] for r in json.loads(out)] == ["hit"]
 
 
@@ -83,7 +84,9 @@ def test_recall_vector_json_and_a_wrong_dimension(tmp_path, capsys: pytest.Captu
         main(["recall", path, "a", "some text"])
 
 
-def test_export_writes_every_record_edge_merge_and_lineage_version(world: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_writes_every_record_edge_merge_and_lineage_version(
+    world: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = run(capsys, "export", world)
     assert code == 0 and "exported 3 records, 2 merges, 3 lineage keys" in err
     rows: list[dict[str, Any]] = [json.loads(line) for line in out.splitlines()]
@@ -97,7 +100,12 @@ def test_export_writes_every_record_edge_merge_and_lineage_version(world: str, c
         assert sorted(records) == [m.id for m in s.records()]
         for m in s.records():
             r = records[m.id]
-            assert (r["text"], r["owners"], r["round"], r["edges"]) == (m.text, sorted(m.owners), m.round, s.neighbors(m.id))
+            assert (r["text"], r["owners"], r["round"], r["edges"]) == (
+                m.text,
+                sorted(m.owners),
+                m.round,
+                s.neighbors(m.id),
+            )
         merges = [{k: v for k, v in r.items() if k not in ("type", "seq")} for r in rows if r["type"] == "merge"]
         assert merges == [vars(g) for g in s.merges()] and len(merges) == 2
 
@@ -116,7 +124,15 @@ def test_export_writes_every_record_edge_merge_and_lineage_version(world: str, c
 
 def test_export_to_a_file_and_as_a_real_process(world: str, tmp_path) -> None:
     out = tmp_path / "world.jsonl"
-    cmd = [sys.executable, "-c", "import sys; from agentsensus.cli import main; sys.exit(main())", "export", world, "-o", str(out)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from agentsensus.cli import main; sys.exit(main())",
+        "export",
+        world,
+        "-o",
+        str(out),
+    ]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -126,7 +142,9 @@ def test_export_to_a_file_and_as_a_real_process(world: str, tmp_path) -> None:
 
 def _open_elsewhere(path: str) -> subprocess.Popen:
     """A process holding the store at path open until its stdin closes."""
-    code = f"import sys; from agentsensus import Store; s = Store({path!r}); print('open', flush=True); sys.stdin.read()"
+    code = (
+        f"import sys; from agentsensus import Store; s = Store({path!r}); print('open', flush=True); sys.stdin.read()"
+    )
     p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert p.stdout is not None and p.stdout.readline().strip() == "open"
     return p
@@ -140,8 +158,14 @@ def bad_inputs(world: str, tmp_path) -> dict[str, Any]:
     binary.write_bytes(b"\xff\xfe\x00garbage")
     empty_dir = tmp_path / "empty"
     empty_dir.mkdir()
-    return {"world": world, "missing": str(tmp_path / "no-such-store"), "notjson": str(notjson),
-            "binary": str(binary), "empty": str(empty_dir), "tmp": str(tmp_path)}
+    return {
+        "world": world,
+        "missing": str(tmp_path / "no-such-store"),
+        "notjson": str(notjson),
+        "binary": str(binary),
+        "empty": str(empty_dir),
+        "tmp": str(tmp_path),
+    }
 
 
 # (argv with {placeholders}, the exit code, a piece of the one-line error)
@@ -188,8 +212,9 @@ def test_every_refusal_is_one_line_from_a_real_process(bad_inputs, argv, code, m
 def test_compact_of_a_store_open_elsewhere_is_one_line(world: str) -> None:
     holder = _open_elsewhere(world)
     try:
-        r = subprocess.run([sys.executable, "-m", "agentsensus.cli", "compact", world], capture_output=True, text=True,
-                           timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "agentsensus.cli", "compact", world], capture_output=True, text=True, timeout=120
+        )
     finally:
         holder.communicate("", timeout=60)
     assert r.returncode == 1 and "Traceback" not in r.stderr

@@ -60,9 +60,8 @@ def _child(path: str, kind: str, trials: int) -> dict[str, object]:
     import random
     import threading
 
-    import numpy as np
-
     import agentsensus
+    import numpy as np
     from agentsensus import Store
     from agentsensus.io.export import export_jsonl
 

@@ -24,11 +24,9 @@ from typing import Callable, Optional
 
 import numpy as np
 import pytest
-
 from agentsensus import ContentionError, JudgeRequest, Store
 from agentsensus.normalize import text_digest
 from agentsensus.store import _MAX_ATTEMPTS
-
 from helpers import DIM
 
 

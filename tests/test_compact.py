@@ -8,12 +8,10 @@ import os
 import subprocess
 import sys
 
+import agentsensus
 import numpy as np
 import pytest
-
-import agentsensus
 from agentsensus import Store, compact
-
 from helpers import DIM, unit
 
 SECRET = "the vault code is 7141-SECRET-PASSPHRASE"

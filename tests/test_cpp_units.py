@@ -43,18 +43,30 @@ def test_cpp_unit_tests_pass(tmp_path):
         env["AGENTSENSUS_SDIST_DIR"] = sdists
     build = str(tmp_path / "build")
     configure = [
-        "cmake", "-S", ROOT, "-B", build, "-DAGENTSENSUS_PYTHON=OFF", "-DAGENTSENSUS_TESTS=ON",
+        "cmake",
+        "-S",
+        ROOT,
+        "-B",
+        build,
+        "-DAGENTSENSUS_PYTHON=OFF",
+        "-DAGENTSENSUS_TESTS=ON",
         # Debug: no optimizer (a build of seconds) and the asserts on.
-        "-DCMAKE_BUILD_TYPE=Debug", f"-DPython_EXECUTABLE={sys.executable}",
+        "-DCMAKE_BUILD_TYPE=Debug",
+        f"-DPython_EXECUTABLE={sys.executable}",
     ]
     if shutil.which("ninja"):
         configure += ["-G", "Ninja"]
     steps = [
         (configure, 300),
-        (["cmake", "--build", build, "--target", "agentsensus_unit_tests", "-j", str(min(4, os.cpu_count() or 1))], 600),
+        (
+            ["cmake", "--build", build, "--target", "agentsensus_unit_tests", "-j", str(min(4, os.cpu_count() or 1))],
+            600,
+        ),
         (["ctest", "--test-dir", build, "--output-on-failure", "--timeout", "120"], 300),
     ]
     for cmd, timeout in steps:
         r = _run(cmd, env, timeout)
-        assert r.returncode == 0, f"{' '.join(cmd[:2])} failed ({r.returncode}):\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}"
+        assert r.returncode == 0, (
+            f"{' '.join(cmd[:2])} failed ({r.returncode}):\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}"
+        )
     assert "100% tests passed" in r.stdout, r.stdout

@@ -13,9 +13,7 @@ import sys
 
 import numpy as np
 import pytest
-
 from agentsensus import CorruptStoreError, Error, Store, compact
-
 from helpers import DIM, unit
 
 

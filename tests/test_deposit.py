@@ -7,9 +7,7 @@ import asyncio
 
 import numpy as np
 import pytest
-
 from agentsensus import Store, judges, policies
-
 from helpers import DIM, RecordingJudge, near, snapshot, unit
 
 
@@ -27,7 +25,9 @@ def test_judge_merge_unions_owner_sets_and_logs(store_path):
     judge = RecordingJudge(lambda s, c: s.split()[-1] == c.split()[-1])
     with Store(store_path, dim=DIM, judge=judge, min_similarity=0.5) as s:
         a = s.deposit("alice", ["Claudius poisoned the king"], unit(1)[None], round=3)
-        b = s.deposit("bob", ["The king was poisoned by Claudius, uncle of Hamlet, the king"], near(unit(1), 9)[None], round=4)
+        b = s.deposit(
+            "bob", ["The king was poisoned by Claudius, uncle of Hamlet, the king"], near(unit(1), 9)[None], round=4
+        )
         assert b.merged == [True] and b.ids == a.ids
         m = s.get(a.ids[0])
         assert m.owners == frozenset({"alice", "bob"})
@@ -295,8 +295,9 @@ def test_concurrent_writers_in_threads_do_not_lose_merges(store_path):
 def test_the_judge_sees_candidates_owners_only_when_the_store_allows_it(tmp_path):
     for allowed, owners in ((False, frozenset()), (True, frozenset({"alice"}))):
         judge = RecordingJudge()
-        with Store(str(tmp_path / f"s{allowed}"), dim=DIM, judge=judge, min_similarity=0.9,
-                   judge_sees_owners=allowed) as s:
+        with Store(
+            str(tmp_path / f"s{allowed}"), dim=DIM, judge=judge, min_similarity=0.9, judge_sees_owners=allowed
+        ) as s:
             s.deposit("alice", ["one"], unit(1)[None])
             s.deposit("bob", ["uno"], near(unit(1), 5)[None])
         [[req]] = judge.calls

@@ -12,12 +12,10 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from agentsensus import Store
+from helpers import DIM
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from agentsensus import Store
-
-from helpers import DIM
 
 vectors = st.lists(st.floats(-1, 1, allow_nan=False, width=32), min_size=DIM, max_size=DIM).filter(
     lambda v: float(np.dot(v, v)) > 1e-3
@@ -41,10 +39,14 @@ def test_staged_scores_are_the_engines(tmp_path_factory, metric, a, b):
 
     root = tmp_path_factory.mktemp("plan")
     # One batch: b meets a as a staged record.
-    with Store(os.fspath(root / "batch"), dim=DIM, metric=metric, min_similarity=-1e9, sync=False, judge=judge("staged")) as s:
+    with Store(
+        os.fspath(root / "batch"), dim=DIM, metric=metric, min_similarity=-1e9, sync=False, judge=judge("staged")
+    ) as s:
         s.deposit_many([("x", ["first"], va[None]), ("y", ["second"], vb[None])])
     # Two deposits: b meets a committed, scored by the engine's prepare.
-    with Store(os.fspath(root / "apart"), dim=DIM, metric=metric, min_similarity=-1e9, sync=False, judge=judge("committed")) as s:
+    with Store(
+        os.fspath(root / "apart"), dim=DIM, metric=metric, min_similarity=-1e9, sync=False, judge=judge("committed")
+    ) as s:
         s.deposit("x", ["first"], va[None])
         s.deposit("y", ["second"], vb[None])
         engine = s._handles().engine

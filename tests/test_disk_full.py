@@ -71,8 +71,9 @@ def _namespace_prefix() -> list[str]:
 def test_a_full_device_raises_store_full_and_loses_nothing(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    r = subprocess.run([*_namespace_prefix(), sys.executable, "-c", _SCENARIO, str(mnt)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [*_namespace_prefix(), sys.executable, "-c", _SCENARIO, str(mnt)], capture_output=True, text=True, timeout=300
+    )
     if r.returncode != 0 and "mount" in r.stderr and "permission" in r.stderr.lower():
         pytest.fail(f"cannot mount a tmpfs here (needed to fill a device): {r.stderr[-500:]}")
     assert r.returncode == 0, r.stderr[-3000:]

@@ -165,9 +165,7 @@ def test_docs_build_strict(tmp_path: Path) -> None:
 
 def test_no_file_cites_a_document_outside_the_project() -> None:
     hits = [
-        f"{rel}:{n}: {found!r}: {why}"
-        for rel, text in project_texts()
-        for n, found, why in foreign_references(text)
+        f"{rel}:{n}: {found!r}: {why}" for rel, text in project_texts() for n, found, why in foreign_references(text)
     ]
     assert not hits, "files that cite what the project does not hold:\n" + _report(hits)
 
@@ -193,7 +191,10 @@ def _docstrings() -> Iterator[tuple[str, str]]:
     for mod in mods:
         yield mod.__name__, inspect.getdoc(mod) or ""
         for name, obj in vars(mod).items():
-            if not (inspect.isclass(obj) or inspect.isfunction(obj)) or getattr(obj, "__module__", None) != mod.__name__:
+            if (
+                not (inspect.isclass(obj) or inspect.isfunction(obj))
+                or getattr(obj, "__module__", None) != mod.__name__
+            ):
                 continue
             yield f"{mod.__name__}.{name}", inspect.getdoc(obj) or ""
             if inspect.isclass(obj):
@@ -217,8 +218,10 @@ def cited_outside(doc: str, package: Path = PACKAGE, root: Path = ROOT) -> list[
         )
         if in_package or (name.startswith("docs/") and (root / name).exists()):
             continue
-        elsewhere = (root / name).exists() or "/" not in name and any(
-            f.rsplit("/", 1)[-1] == name and not f.startswith(("docs/", "python/")) for f in _tracked(root)
+        elsewhere = (
+            (root / name).exists()
+            or "/" not in name
+            and any(f.rsplit("/", 1)[-1] == name and not f.startswith(("docs/", "python/")) for f in _tracked(root))
         )
         if elsewhere or name.endswith(".md"):
             bad.append(name)

@@ -14,15 +14,13 @@ import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from agentsensus import Store
 from agentsensus.io.compact import compact
 from agentsensus.io.export import export_jsonl
 from agentsensus.io.importer import import_jsonl
-
 from helpers import near, unit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 def first(requests):
@@ -154,8 +152,10 @@ def test_a_format_2_export_imports_without_statements(tmp_path):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 3), st.booleans()), min_size=1, max_size=14),
-       st.sampled_from(["keep_shorter", "keep_names"]))
+@given(
+    st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 3), st.booleans()), min_size=1, max_size=14),
+    st.sampled_from(["keep_shorter", "keep_names"]),
+)
 def test_no_word_of_a_forget_survives_compact(ops, policy):
     """Owners deposit statements (each with a unique word) about four
     events, merging into the event's record or not, and forget some of
@@ -175,8 +175,12 @@ def test_no_word_of_a_forget_survives_compact(ops, policy):
                     continue
                 word = f"qz{n}w"
                 text = f"{'long ' * (n % 4)}event {event} seen by {owner.upper()} {word}"
-                dep = s.deposit(owner, [text], near(unit(100 + event), n, 0.02),
-                                judge=first if n % 3 else (lambda r: [None] * len(r)))
+                dep = s.deposit(
+                    owner,
+                    [text],
+                    near(unit(100 + event), n, 0.02),
+                    judge=first if n % 3 else (lambda r: [None] * len(r)),
+                )
                 said.setdefault((owner, dep.ids[0]), []).append(word)
             assert s.verify() == []
             dump = exported(s)
@@ -214,8 +218,13 @@ os._exit(0)
 
 def test_the_said_table_size_bench_runs(tmp_path):
     bench = os.path.join(os.path.dirname(__file__), "..", "bench", "said_table_size.py")
-    r = subprocess.run([sys.executable, bench, "--owners", "2", "--events", "20", "--dim", "16"],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, bench, "--owners", "2", "--events", "20", "--dim", "16"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert "20 records, 20 merge-log entries, dim 16" in r.stdout and "% of data.mdb" in r.stdout
 

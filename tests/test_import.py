@@ -14,15 +14,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from agentsensus import Store, judges
 from agentsensus.embedders import hash as embed
 from agentsensus.export import export_jsonl
 from agentsensus.importer import import_jsonl
-
 from helpers import DIM, unit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 def build_world(path: str) -> None:
@@ -83,7 +81,7 @@ def test_vectors_survive_bit_for_bit(tmp_path) -> None:
     vecs = np.stack([unit(i) for i in range(20)])
     with Store(src, dim=DIM, metric="ip") as s:
         for i in range(0, 20, 4):
-            s.deposit(f"agent{i % 3}", [f"statement {j}" for j in range(i, i + 4)], vectors=vecs[i:i + 4])
+            s.deposit(f"agent{i % 3}", [f"statement {j}" for j in range(i, i + 4)], vectors=vecs[i : i + 4])
     import_jsonl(io.StringIO(exported(src)), dst)
     rows = [json.loads(line) for line in exported(dst).splitlines()]
     got = np.stack([np.frombuffer(base64.b64decode(r["vector"]), "<f4") for r in rows if r["type"] == "record"])
@@ -91,8 +89,15 @@ def test_vectors_survive_bit_for_bit(tmp_path) -> None:
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.lists(st.integers(0, 11), min_size=1, max_size=4),
-                              st.booleans()), min_size=1, max_size=12))
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]), st.lists(st.integers(0, 11), min_size=1, max_size=4), st.booleans()
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_round_trip_of_random_stores(tmp_path_factory, ops: list[tuple[str, list[int], bool]]) -> None:
     base = tmp_path_factory.mktemp("rt")
     src, dst = os.fspath(base / "src"), os.fspath(base / "dst")
@@ -119,14 +124,25 @@ def lines_of(path: str) -> list[str]:
         (lambda ls: ls[:3] + [ls[4], ls[3]] + ls[5:], "line 5: record 3 comes after record 6: ids must ascend"),
         (lambda ls: [l.replace('"edges": [2, 3]', '"edges": [3]') for l in ls], "does not list it back"),
         (lambda ls: [l.replace('"vector": "', '"vector": "AAAA') for l in ls], "'vector' holds"),
-        (lambda ls: [l.replace('"owners": ["bernardo", "horatio", "marcellus"]', '"owners": []') for l in ls],
-         "1 to 4096 owners"),
-        (lambda ls: [l.replace('"value_b64": "Y29sZA=="', '"value_b64": "d2FybQ=="') for l in ls],
-         "digest does not match"),
-        (lambda ls: [l for l in ls if not l.startswith('{"type": "key", "key": "watch"')], "which the export does not hold"),
+        (
+            lambda ls: [l.replace('"owners": ["bernardo", "horatio", "marcellus"]', '"owners": []') for l in ls],
+            "1 to 4096 owners",
+        ),
+        (
+            lambda ls: [l.replace('"value_b64": "Y29sZA=="', '"value_b64": "d2FybQ=="') for l in ls],
+            "digest does not match",
+        ),
+        (
+            lambda ls: [l for l in ls if not l.startswith('{"type": "key", "key": "watch"')],
+            "which the export does not hold",
+        ),
         (lambda ls: [l.replace('"merges": 2', '"merges": 3') for l in ls], "stats"),
-        (lambda ls: ls[:1] + [l for l in ls[1:] if '"type": "merge"' in l] + [l for l in ls[1:] if '"type": "record"' in l],
-         "a record line after the merge lines"),
+        (
+            lambda ls: (
+                ls[:1] + [l for l in ls[1:] if '"type": "merge"' in l] + [l for l in ls[1:] if '"type": "record"' in l]
+            ),
+            "a record line after the merge lines",
+        ),
     ],
 )
 def test_a_bad_export_is_refused_naming_the_problem_and_leaves_nothing(tmp_path, damage: Any, message: str) -> None:
@@ -168,6 +184,7 @@ def test_cli_export_then_import_as_real_processes(tmp_path) -> None:
     assert again.returncode == 1 and "exists and is not empty" in again.stderr
     broken = tmp_path / "broken.jsonl"
     broken.write_text(dump.read_text(encoding="utf-8") + "{\n", encoding="utf-8")
-    bad = subprocess.run(cli + ["import", str(broken), str(tmp_path / "d2")], capture_output=True, text=True, env=env,
-                         timeout=120)
+    bad = subprocess.run(
+        cli + ["import", str(broken), str(tmp_path / "d2")], capture_output=True, text=True, env=env, timeout=120
+    )
     assert bad.returncode == 1 and "not JSON" in bad.stderr and not (tmp_path / "d2").exists()

@@ -14,9 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-
 from agentsensus import Store
-
 from helpers import DIM, unit
 
 N = 400
@@ -32,8 +30,12 @@ def saved(tmp_path) -> tuple[str, list]:
     with Store(path, dim=DIM, exact_cutoff=0) as s:
         for i in range(0, N, 4):
             vs = np.stack([unit(j) for j in range(i, i + 4)])
-            s.deposit_many([(f"a{i % 3}", [f"fact {j}" for j in range(i, i + 4)], vs),
-                            ("all", [f"fact {j}" for j in range(i, i + 4)], vs)])
+            s.deposit_many(
+                [
+                    (f"a{i % 3}", [f"fact {j}" for j in range(i, i + 4)], vs),
+                    ("all", [f"fact {j}" for j in range(i, i + 4)], vs),
+                ]
+            )
         want = results(s)
     return path, want
 

@@ -12,9 +12,7 @@ import sys
 import lmdb
 import numpy as np
 import pytest
-
 from agentsensus import Store, judges
-
 from helpers import DIM, near, unit
 
 DUPINT = dict(dupsort=True, dupfixed=True, integerdup=True)

@@ -5,20 +5,17 @@ directory whose lock a live import holds stays."""
 from __future__ import annotations
 
 import glob
-import io
 import os
 import signal
 import subprocess
 import sys
 
 import pytest
-
 from agentsensus import Store
 from agentsensus.io.compact import compact
 from agentsensus.io.export import export_jsonl
 from agentsensus.io.importer import import_jsonl
 from agentsensus.io.leftovers import LOCK_NAME
-
 from helpers import unit
 
 # A child that imports the export at argv[1] into argv[2] and stops after
@@ -54,8 +51,9 @@ def leftovers(target: str) -> list[str]:
 def stuck_import(export_file, tmp_path):
     """A live import of export_file into tmp_path/target, stopped mid-way."""
     target = str(tmp_path / "target")
-    child = subprocess.Popen([sys.executable, "-c", _STUCK_IMPORT, export_file, target],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STUCK_IMPORT, export_file, target], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "importing"
         assert len(leftovers(target)) == 1

@@ -6,12 +6,10 @@ import os
 import subprocess
 import sys
 
+import agentsensus
 import numpy as np
 import pytest
-
-import agentsensus
 from agentsensus import Store
-
 from helpers import DIM, unit
 
 

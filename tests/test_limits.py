@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from agentsensus import Store, _core
 from agentsensus.fence import MAX_KEY_BYTES
 from agentsensus.validation import (
@@ -14,7 +13,6 @@ from agentsensus.validation import (
     MAX_STATEMENT_BYTES,
     MAX_STATEMENTS_PER_DEPOSIT,
 )
-
 from helpers import DIM, snapshot, unit
 
 

@@ -25,8 +25,8 @@ MOVED = {
 def test_an_old_path_re_exports_the_same_objects(old: str, new: str) -> None:
     was, home = importlib.import_module(old), importlib.import_module(new)
     assert new in (was.__doc__ or "")
-    public = [name for name in getattr(home, "__all__")]
-    assert public and set(public) <= set(getattr(was, "__all__"))
+    public = [name for name in home.__all__]
+    assert public and set(public) <= set(was.__all__)
     for name in public:
         assert getattr(was, name) is getattr(home, name), f"{old}.{name}"
 
@@ -40,7 +40,7 @@ def test_the_lazy_names_resolve_to_their_homes() -> None:
     assert embedders.openai is embedder.openai and embedders.OpenAIEmbedder is embedder.OpenAIEmbedder
     assert compact is compact_module.compact
     with pytest.raises(AttributeError):
-        getattr(judges, "no_such_judge")
+        _ = judges.no_such_judge
 
 
 def _fresh(code: str) -> str:
@@ -61,10 +61,13 @@ def test_importing_the_package_loads_no_llm_code_nor_transport() -> None:
 @pytest.mark.parametrize("first", ["agentsensus.llm.judge", "agentsensus.judges", "agentsensus.llm_judge"])
 def test_no_import_cycle_whichever_module_comes_first(first: str) -> None:
     # A cycle shows as a partially initialised module in a fresh process.
-    assert _fresh(f"import {first}\nfrom agentsensus.judges import llm\nprint(llm.__module__)") == "agentsensus.llm.judge"
+    assert (
+        _fresh(f"import {first}\nfrom agentsensus.judges import llm\nprint(llm.__module__)") == "agentsensus.llm.judge"
+    )
 
 
 def test_importing_agentsensus_compact_keeps_the_function_at_the_top() -> None:
-    out = _fresh("import agentsensus, agentsensus.compact\nprint(callable(agentsensus.compact), "
-                 "agentsensus.compact.__module__)")
+    out = _fresh(
+        "import agentsensus, agentsensus.compact\nprint(callable(agentsensus.compact), agentsensus.compact.__module__)"
+    )
     assert out == "True agentsensus.io.compact"

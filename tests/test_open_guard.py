@@ -11,14 +11,12 @@ import os
 import subprocess
 from typing import Any, Iterator
 
-import pytest
-
 import agentsensus
+import pytest
 from agentsensus import Store, _core, compact
 from agentsensus.cli import main as cli_main
 from agentsensus.io.export import export_jsonl
 from agentsensus.io.importer import import_jsonl
-
 from helpers import DIM, unit
 
 

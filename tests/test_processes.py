@@ -8,10 +8,7 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
-from agentsensus import Store, judges
-
+from agentsensus import Store
 from helpers import DIM, unit
 
 HERE = os.path.dirname(__file__)

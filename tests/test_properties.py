@@ -9,12 +9,10 @@ import shutil
 import tempfile
 
 import numpy as np
+from agentsensus import Store
+from helpers import DIM, near, unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from agentsensus import Store
-
-from helpers import DIM, near, unit
 
 EVENT = re.compile(r"event (\d+)")
 

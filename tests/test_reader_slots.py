@@ -4,13 +4,11 @@ pages, and taking one of the table's slots) until a later open clears it."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 
 from agentsensus import Store
-
 from helpers import DIM, unit
 
 
@@ -20,7 +18,11 @@ def py(code: str, **kw) -> subprocess.Popen:
 
 def reader_pids(path: str) -> str:
     """LMDB's reader table as py-lmdb prints it (pid, thread, txnid)."""
-    p = py(f"import lmdb\nenv = lmdb.open({path!r}, max_dbs=32, readonly=True)\nprint(env.readers())", stdout=subprocess.PIPE, text=True)
+    p = py(
+        f"import lmdb\nenv = lmdb.open({path!r}, max_dbs=32, readonly=True)\nprint(env.readers())",
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     out, _ = p.communicate(timeout=60)
     return out
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from agentsensus import Store
-
 from helpers import DIM, unit
 
 
@@ -47,7 +45,6 @@ def test_expansion_keeps_only_records_the_owner_owns(store):
 
 @pytest.mark.parametrize("cutoff", [0, 10_000])
 def test_both_plans_agree_with_an_exact_owner_scan(store_path, cutoff):
-    rng = np.random.default_rng(7)
     owners = ["o0", "o1", "o2"]
     vecs: dict[str, dict[int, np.ndarray]] = {o: {} for o in owners}
     with Store(store_path, dim=DIM, exact_cutoff=cutoff) as s:
@@ -57,8 +54,7 @@ def test_both_plans_agree_with_an_exact_owner_scan(store_path, cutoff):
             # o0 owns 1 record in 60: a selective owner; o2 owns most
             o = "o0" if i % 60 == 0 else ("o1" if i % 3 == 0 else "o2")
             items.append((o, [f"fact {i}"], v[None]))
-        for o, (d,) in zip([it[0] for it in items], [[x] for x in s.deposit_many(items)]):
-            pass
+        s.deposit_many(items)
         for o in owners:
             for rid in s.owned(o):
                 vecs[o][rid] = unit(1000 + int(s.get(rid).text.split()[1]))
@@ -172,7 +168,7 @@ def test_expansion_search_is_validated_and_a_wide_search_finds_the_exact_candida
     vs /= np.linalg.norm(vs, axis=1, keepdims=True)
     with Store(path, dim=16) as s:
         for i in range(0, 2000, 100):
-            s.deposit_many([(f"a{j % 7}", [f"fact {j}"], vs[j:j + 1]) for j in range(i, i + 100)])
+            s.deposit_many([(f"a{j % 7}", [f"fact {j}"], vs[j : j + 1]) for j in range(i, i + 100)])
     seen: list[list[int]] = []
 
     def judge(requests):

@@ -13,12 +13,11 @@ from typing import Optional
 
 import numpy as np
 import pytest
+from agentsensus import Store
+from agentsensus.fence import UnknownKeyError
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
-from agentsensus import Store
-from agentsensus.fence import UnknownKeyError
 
 DIM = 8
 OWNERS = ["ann", "bob", "cy"]

@@ -37,11 +37,17 @@ def test_mypy_strict_is_clean() -> None:
     tag = hashlib.sha1(f"{base}|{sys.version}".encode()).hexdigest()[:12]
     cache = Path(tempfile.gettempdir()) / f"agentsensus-mypy-{tag}"
     cmd = [
-        sys.executable, "-m", "mypy",
-        "--config-file", str(ROOT / "pyproject.toml"),  # strict = true, and the optional-model overrides
-        "--cache-dir", str(cache),
-        "--python-executable", sys.executable,
-        "-p", "agentsensus",
+        sys.executable,
+        "-m",
+        "mypy",
+        "--config-file",
+        str(ROOT / "pyproject.toml"),  # strict = true, and the optional-model overrides
+        "--cache-dir",
+        str(cache),
+        "--python-executable",
+        sys.executable,
+        "-p",
+        "agentsensus",
     ]
     out = subprocess.run(cmd, cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr

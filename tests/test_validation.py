@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from agentsensus import Store
-
 from helpers import DIM, snapshot, unit
 
 OK = unit(1)[None]
@@ -24,7 +22,14 @@ CASES = [
     ("a", ["x"], np.ones((1, DIM), np.int64), 0, TypeError, "floats"),
     ("a", ["x"], np.array([["a"] * DIM]), 0, TypeError, "floats"),
     ("a", ["x"], np.full((1, DIM), np.nan, np.float32), 0, ValueError, "NaN or inf"),
-    ("a", ["x", "y"], np.stack([unit(1), np.full(DIM, np.inf, np.float32)]), 0, ValueError, r"vectors\[1\] has NaN or inf"),
+    (
+        "a",
+        ["x", "y"],
+        np.stack([unit(1), np.full(DIM, np.inf, np.float32)]),
+        0,
+        ValueError,
+        r"vectors\[1\] has NaN or inf",
+    ),
     ("a", ["x"], np.zeros((1, DIM), np.float32), 0, ValueError, "zero norm"),
     ("a", [""], OK, 0, ValueError, r"statements\[0\] is empty"),
     ("a", ["  \t\n"], OK, 0, ValueError, "only whitespace"),
@@ -130,12 +135,15 @@ def test_text_with_one_visible_character_is_accepted(store, text):
     assert store.get(d.ids[0]).text == text
 
 
-@pytest.mark.parametrize("owner, statement, message", [
-    ("\x00", "x", "owner has a control character"),
-    ("\u200b", "x", "owner has no visible character"),
-    ("a", "\x00", "statement has no visible character"),
-    ("a", "\u200b\u200c", "statement has no visible character"),
-])
+@pytest.mark.parametrize(
+    "owner, statement, message",
+    [
+        ("\x00", "x", "owner has a control character"),
+        ("\u200b", "x", "owner has no visible character"),
+        ("a", "\x00", "statement has no visible character"),
+        ("a", "\u200b\u200c", "statement has no visible character"),
+    ],
+)
 def test_the_engine_refuses_the_same_without_python(store, owner, statement, message):
     """A direct engine commit (past the Python checks) is refused by the
     engine's own check (cpp/visible_text.hpp), with nothing written."""

@@ -4,13 +4,11 @@ scale_stores.py, copied) or by deposits (``--agentsensus-build deposit``)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from typing import Optional, Sequence
 
 import numpy as np
-
 from agentsensus import Store, judges
 from datasets import corpus_blocks, corpus_index, corpus_owners, corpus_text
 

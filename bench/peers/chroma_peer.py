@@ -7,13 +7,12 @@ import gc
 import logging
 import os
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 import chromadb
 import numpy as np
 from chromadb.api.client import SharedSystemClient
 from chromadb.config import Settings
-
 from datasets import BLOCK, corpus_blocks, corpus_owners, corpus_text
 
 from .base import DEPOSIT_WORKLOADS, OPEN, RECALL, Corpus, DepositItem, Peer, Progress
@@ -90,7 +89,7 @@ class ChromaPeer(Peer):
         ids: list[int] = []
         new: dict[int, dict[str, Any]] = {}
         touched: dict[int, dict[str, Any]] = {}
-        for j, d in enumerate(digs):
+        for d in digs:
             if d in existing:
                 rid, meta = existing[d]
                 touched[rid] = dict(meta)
@@ -99,7 +98,7 @@ class ChromaPeer(Peer):
                 new[rid] = {"owners": [owner], "digest": d}
             ids.append(rid)
         uniq = list(dict.fromkeys(ids))
-        for rid, meta in touched.items():
+        for meta in touched.values():
             if owner not in meta["owners"]:
                 meta["owners"] = list(meta["owners"]) + [owner]
         for rid in uniq:
@@ -128,7 +127,9 @@ class ChromaPeer(Peer):
     def recall(self, owner: str, query: np.ndarray, k: int) -> list[int]:
         where = {"owners": {"$contains": owner}}
         q = np.asarray(query, np.float32)[None, :]
-        r = self.col.query(query_embeddings=q, n_results=k, where=where, include=["documents", "metadatas", "distances"])
+        r = self.col.query(
+            query_embeddings=q, n_results=k, where=where, include=["documents", "metadatas", "distances"]
+        )
         hits = [int(i) for i in r["ids"][0]]
         neighbours: dict[int, None] = {}
         for meta in r["metadatas"][0]:

@@ -13,9 +13,8 @@ from typing import Any, Optional, Sequence
 
 import lmdb
 import numpy as np
-from usearch.index import Index
-
 from datasets import corpus_blocks, corpus_owners, corpus_text
+from usearch.index import Index
 
 from . import hnsw
 from .base import DEPOSIT_WORKLOADS, OPEN, RECALL, Corpus, DepositItem, Peer, Progress

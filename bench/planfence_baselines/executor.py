@@ -57,3 +57,4 @@ class Executor(ABC):
 
     def close(self) -> None:
         """Releases stores and connections."""
+        return None  # a default, not abstract: most executors hold nothing to release

@@ -27,11 +27,15 @@ class LocalOwners:
         out: dict[str, Any] = {}
         for owner, q in queries.items():
             store = self.stores.get(owner)
-            out[owner] = store.fence.answer(owner, q) if store is not None else KeyError(f"no store for owner {owner!r}")
+            out[owner] = (
+                store.fence.answer(owner, q) if store is not None else KeyError(f"no store for owner {owner!r}")
+            )
         return out
 
 
-def guarded_act(fence: Fence, plan: str, scope: Optional[Iterable[str]], replan: Callable[[], None], heads: Any) -> Outcome:
+def guarded_act(
+    fence: Fence, plan: str, scope: Optional[Iterable[str]], replan: Callable[[], None], heads: Any
+) -> Outcome:
     """``Fence.guard`` as an executor's ``act``: counts both checks' bytes."""
     seen: list[Check] = []
 

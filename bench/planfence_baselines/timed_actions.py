@@ -134,8 +134,9 @@ class _TimedHeads:
         return replies
 
 
-def _fetch(net: EmulatedNetwork, ex: PlanfenceExecutor, w: World, owners: _Owners, t: float,
-           groups: list[list[str]]) -> tuple[Message, dict[str, int]]:
+def _fetch(
+    net: EmulatedNetwork, ex: PlanfenceExecutor, w: World, owners: _Owners, t: float, groups: list[list[str]]
+) -> tuple[Message, dict[str, int]]:
     """Fetches the values of each group of keys (one request per group, all
     sent at ``t``), each read at its owner's head when the request arrives;
     the plan memory observes each version as its reply arrives. Returns the
@@ -149,8 +150,14 @@ def _fetch(net: EmulatedNetwork, ex: PlanfenceExecutor, w: World, owners: _Owner
 
     def serve(m: Message, keys: list[str]) -> None:
         values = owners.run(owner_read, keys)
-        net.send(net.now, w.owner[keys[0]], w.actor, sum(len(v) + 8 for _, _, v in values),
-                 on_arrive=lambda r: received(r, values), after=m)
+        net.send(
+            net.now,
+            w.owner[keys[0]],
+            w.actor,
+            sum(len(v) + 8 for _, _, v in values),
+            on_arrive=lambda r: received(r, values),
+            after=m,
+        )
 
     def received(r: Message, values: list[tuple[str, int, bytes]]) -> None:
         for k, v, value in values:
@@ -169,13 +176,25 @@ def _store_plan(net: EmulatedNetwork, w: World, t: float) -> list[Message]:
     """Sends the new plan to the plan memory at ``t``; the list gets its
     acknowledgement when it arrives."""
     acked: list[Message] = []
-    net.send(t, w.actor, w.planner, w.plan_bytes,
-             on_arrive=lambda m: net.send(net.now, w.planner, w.actor, ACK_BYTES, on_arrive=acked.append, after=m))
+    net.send(
+        t,
+        w.actor,
+        w.planner,
+        w.plan_bytes,
+        on_arrive=lambda m: net.send(net.now, w.planner, w.actor, ACK_BYTES, on_arrive=acked.append, after=m),
+    )
     return acked
 
 
-def run_planfence(root: str, w: World, net: EmulatedNetwork, updates: list[tuple[float, str]],
-                  actions: list[float], seed: int, replan: str = "changed") -> list[ActionStall]:
+def run_planfence(
+    root: str,
+    w: World,
+    net: EmulatedNetwork,
+    updates: list[tuple[float, str]],
+    actions: list[float],
+    seed: int,
+    replan: str = "changed",
+) -> list[ActionStall]:
     """Planfence: owners write into their own stores at the trace's times (no
     traffic); before each action the actor checks its plan, and when an input
     moved it replans once. ``replan="changed"`` fetches only the changed
@@ -195,6 +214,7 @@ def run_planfence(root: str, w: World, net: EmulatedNetwork, updates: list[tuple
         for k, o in w.owner.items():
             ex.publish(o, k, rng.randbytes(w.value_bytes))
         ex.derive(w.planner, w.plan, b"plan", {k: ex.read(w.planner, k)[0] for k in w.plan_inputs})
+
         def publish(key: str) -> None:
             owners.run(ex.publish, w.owner[key], key, rng.randbytes(w.value_bytes))
 
@@ -264,8 +284,9 @@ def run_planfence(root: str, w: World, net: EmulatedNetwork, updates: list[tuple
     return out
 
 
-def run_sync(w: World, net: EmulatedNetwork, updates: list[tuple[float, str]],
-             actions: list[float]) -> list[ActionStall]:
+def run_sync(
+    w: World, net: EmulatedNetwork, updates: list[tuple[float, str]], actions: list[float]
+) -> list[ActionStall]:
     """Acknowledged per-update synchronization: every update is pushed to the
     holders of the plans that depend on it; before each action the actor
     waits until every update of its plan's inputs issued before the action is
@@ -280,7 +301,7 @@ def run_sync(w: World, net: EmulatedNetwork, updates: list[tuple[float, str]],
         return [w.planner] if key == plan_key else w.holders
 
     sync = AcknowledgedSync(net, holders)
-    for k, o in w.owner.items():  # the first versions are everywhere before the run
+    for k in w.owner:  # the first versions are everywhere before the run
         for h in w.agents:
             sync.replica[h][k] = 1
     links = {k: 1 for k in w.plan_inputs}

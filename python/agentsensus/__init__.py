@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from . import embedders, judges, policies
 from ._version import __version__
+
 # Through the old module path: it is loaded before ``compact`` is bound to the
 # function here, so a later ``import agentsensus.compact`` cannot rebind it.
 from .compact import Compacted, compact
 from .errors import ContentionError, CorruptStoreError, Error, StoreFullError
-from .planfence.fence import Check, Fence, Link, Stale, StalePlanError
 from .judges import JudgeRequest
+from .planfence.fence import Check, Fence, Link, Stale, StalePlanError
 from .records import Deposit, Memory, Merge, Stats
 from .store import Store
 

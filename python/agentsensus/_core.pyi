@@ -35,6 +35,7 @@ _RecallRow = tuple[int, str, tuple[str, ...], int, Optional[float], str]
 _CommitPlan = tuple[
     str, int, list[str], bytes, npt.NDArray[np.float32], list[int], list[Optional[str]], list[Optional[str]]
 ]
+
 class Metric(enum.Enum):
     """The similarity a store compares vectors with (cpp/similarity.hpp)."""
 
@@ -120,9 +121,7 @@ class Engine:
         """On a read snapshot: (journal seq, exact-duplicate record per
         statement or 0, candidate offsets, candidate ids, scores, the named
         records)."""
-    def commit(
-        self, plans: list[_CommitPlan], prepared_seq: int, min_similarity: float, /
-    ) -> tuple[bool, Any]:
+    def commit(self, plans: list[_CommitPlan], prepared_seq: int, min_similarity: float, /) -> tuple[bool, Any]:
         """One write transaction: ``(True, ids per deposit per statement)``,
         or ``(False, why)`` on a conflict with a concurrent commit."""
     def prepare_vectors(self, vectors: _F32, /) -> npt.NDArray[np.float32]:

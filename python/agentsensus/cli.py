@@ -169,8 +169,11 @@ def _import(args: argparse.Namespace) -> int:
     except (ValueError, FileExistsError) as e:
         print(f"\nagentsensus import: {e}", file=sys.stderr)
         return 1
-    print(f"\nimported {counts.records} records, {counts.merges} merges, {counts.keys} lineage keys "
-          f"({counts.versions} versions) into {args.path}", file=sys.stderr)
+    print(
+        f"\nimported {counts.records} records, {counts.merges} merges, {counts.keys} lineage keys "
+        f"({counts.versions} versions) into {args.path}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -240,8 +243,12 @@ def _dispatch(argv: list[str]) -> int:
     rc.add_argument("--k", type=int, default=5, help="nearest records to return (default 5)")
     rc.add_argument("--no-expand", action="store_true", help="no records one affiliation edge away")
     rc.add_argument("--vector-json", action="store_true", help="QUERY is a JSON array of floats")
-    rc.add_argument("--embedder", choices=["hash", "minilm"], default="hash",
-                    help="embeds a text QUERY; it must be the one the store was written with (default hash)")
+    rc.add_argument(
+        "--embedder",
+        choices=["hash", "minilm"],
+        default="hash",
+        help="embeds a text QUERY; it must be the one the store was written with (default hash)",
+    )
     rc.add_argument("--json", action="store_true", help="print JSON")
     rc.set_defaults(fn=_recall)
     ex = sub.add_parser("export", help="write the store as JSON Lines (records, vectors, edges, merge log, lineage)")

@@ -19,7 +19,6 @@ compare the same numbers.
 from __future__ import annotations
 
 import dataclasses
-
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
@@ -73,8 +72,15 @@ class BatchPlanner:
     """Plans a batch of deposits against one store snapshot plus the batch's
     own staged changes."""
 
-    def __init__(self, engine: Any, metric: str, candidates: int, min_similarity: float, policy: MergePolicy,
-                 judge_sees_owners: bool = False):
+    def __init__(
+        self,
+        engine: Any,
+        metric: str,
+        candidates: int,
+        min_similarity: float,
+        policy: MergePolicy,
+        judge_sees_owners: bool = False,
+    ):
         self.engine = engine
         self.judge_sees_owners = judge_sees_owners  # else candidates go to the judge with empty owner sets
         self.metric = metric  # kept for callers; the engine's kernels apply it
@@ -153,9 +159,7 @@ class BatchPlanner:
                 pend.kinds.append(("alias", first_with_digest[digest]))
             else:
                 first_with_digest[digest] = i
-                cands = [
-                    (float(cand_scores[j]), int(cand_ids[j])) for j in range(offsets[i], offsets[i + 1])
-                ]
+                cands = [(float(cand_scores[j]), int(cand_ids[j])) for j in range(offsets[i], offsets[i + 1])]
                 if staged_sims is not None:
                     hit = np.flatnonzero(staged_sims[i] >= self.min_similarity)
                     cands += [(float(staged_sims[i, j]), -(int(j) + 1)) for j in hit]
@@ -230,7 +234,9 @@ class BatchPlanner:
                 raise TypeError(f"judge verdict {r} must be an int id or None, got {type(v).__name__}")
             ids = [c.id for c in req.candidates]
             if int(v) not in ids:
-                raise ValueError(f"judge returned id {int(v)} for request {r}, which was not among its candidates {ids}")
+                raise ValueError(
+                    f"judge returned id {int(v)} for request {r}, which was not among its candidates {ids}"
+                )
             checked.append(int(v))
         return checked
 

@@ -147,9 +147,7 @@ class SentenceTransformerEmbedder:
                         "this embedder needs sentence-transformers: pip install 'agentsensus[minilm]'"
                     ) from e
                 model = SentenceTransformer(self._path(), device=self.device)
-                get_dim = getattr(model, "get_embedding_dimension", None) or getattr(
-                    model, "get_sentence_embedding_dimension"
-                )
+                get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
                 size = get_dim()
                 if size is None:
                     raise ValueError(f"{self.name_or_path} does not report its embedding size")
@@ -163,7 +161,7 @@ class SentenceTransformerEmbedder:
     def dim(self) -> int:
         """The vector size (loads the model when it was not given)."""
         if self._dim is None:
-            self.model
+            _ = self.model  # loading the model learns its dim
         assert self._dim is not None
         return self._dim
 
@@ -218,9 +216,7 @@ def sentence_transformers(
     """An embedder over any sentence-transformers model, by hub name or local
     path (set ``HF_HUB_OFFLINE=1`` to forbid downloads). Nothing loads until
     the first call, or the first read of ``.dim`` when ``dim`` is not given."""
-    return SentenceTransformerEmbedder(
-        name_or_path, dim=dim, device=device, batch_size=batch_size, normalize=normalize
-    )
+    return SentenceTransformerEmbedder(name_or_path, dim=dim, device=device, batch_size=batch_size, normalize=normalize)
 
 
 #: all-MiniLM-L6-v2, 384-d, loaded on its first call (the ``minilm`` extra).

@@ -6,7 +6,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Union,
+)
 
 import numpy as np
 
@@ -101,20 +112,24 @@ class Store:
         if judge is not None and not callable(judge):
             raise TypeError("judge must be a callable list[JudgeRequest] -> list[int | None]")
         if dim is None and embed is not None and getattr(embed, "dim", None) is not None:
-            dim = int(getattr(embed, "dim"))  # Embed is a plain callable type: .dim is optional
+            dim = int(embed.dim)  # Embed is a plain callable type: .dim is optional
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
             raise ValueError(f"dim must be a positive int, got {dim!r}")
         if dim is not None and dim > _core.MAX_DIM:
             raise ValueError(f"dim must be at most {_core.MAX_DIM}, got {dim}")
         if embed is not None and getattr(embed, "dim", None) not in (None, dim):
-            raise ValueError(f"embed.dim={getattr(embed, 'dim')} does not match dim={dim}")
+            raise ValueError(f"embed.dim={embed.dim} does not match dim={dim}")
         if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 0:
             raise ValueError(f"candidates must be an int >= 0, got {candidates!r}")
         if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)):
             raise TypeError(f"min_similarity must be a number, got {type(min_similarity).__name__}")
         if isinstance(exact_cutoff, bool) or not isinstance(exact_cutoff, int) or exact_cutoff < 0:
             raise ValueError(f"exact_cutoff must be an int >= 0, got {exact_cutoff!r}")
-        if isinstance(expansion_search, bool) or not isinstance(expansion_search, int) or not 1 <= expansion_search <= 4096:
+        if (
+            isinstance(expansion_search, bool)
+            or not isinstance(expansion_search, int)
+            or not 1 <= expansion_search <= 4096
+        ):
             raise ValueError(f"expansion_search must be an int from 1 to 4096, got {expansion_search!r}")
         if isinstance(map_size, bool) or not isinstance(map_size, int) or map_size < (1 << 16):
             raise ValueError(f"map_size must be an int of at least 65536 bytes, got {map_size!r}")
@@ -154,7 +169,9 @@ class Store:
         # Candidates are other owners' records: their owner sets reach the
         # judge (an LLM behind an API, maybe) only when the store says so.
         self.judge_sees_owners = judge_sees_owners
-        self._lineage = _core.Lineage(self._engine)  # Planfence tables: opened before any other thread can use the store
+        self._lineage = _core.Lineage(
+            self._engine
+        )  # Planfence tables: opened before any other thread can use the store
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -247,8 +264,9 @@ class Store:
         points share it. No transaction is open while it is suspended."""
         engine = self._writable()
         for _ in range(_MAX_ATTEMPTS):
-            planner = BatchPlanner(engine, self.metric, self.candidates, self.min_similarity, self._policy,
-                                   self.judge_sees_owners)
+            planner = BatchPlanner(
+                engine, self.metric, self.candidates, self.min_similarity, self._policy, self.judge_sees_owners
+            )
             planner.prepare(items)
             for n, item in enumerate(items):
                 pending, committed = planner.begin(n, item)
@@ -393,7 +411,9 @@ class Store:
             text, rows = engine.said(rid)
             if engine.forget(owner, rid, *plan_forget(owner, text, rows, self._policy)):
                 return
-        raise ContentionError(f"forget gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing record {rid}")
+        raise ContentionError(
+            f"forget gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing record {rid}"
+        )
 
     def stats(self) -> Stats:
         """Store-wide counts (see :class:`Stats`)."""

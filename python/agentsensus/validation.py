@@ -13,7 +13,16 @@ import numpy.typing as npt
 
 from . import _core
 
-__all__ = ["check_text", "check_visible", "check_owner", "check_statements", "check_round", "check_vectors", "check_query", "check_k"]
+__all__ = [
+    "check_text",
+    "check_visible",
+    "check_owner",
+    "check_statements",
+    "check_round",
+    "check_vectors",
+    "check_query",
+    "check_k",
+]
 
 MAX_STATEMENT_BYTES: int = _core.MAX_STATEMENT_BYTES
 MAX_STATEMENTS_PER_DEPOSIT: int = _core.MAX_STATEMENTS_PER_DEPOSIT

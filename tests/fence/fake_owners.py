@@ -81,7 +81,9 @@ class RecordingProxy:
         self.replaying = False
         self.recorded: Optional[tuple[int, dict[str, str], bytes]] = None
 
-    def __call__(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    def __call__(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
         if self.replaying and self.recorded is not None:
             return self.recorded
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
@@ -90,7 +92,9 @@ class RecordingProxy:
             fwd["Host"] = f"127.0.0.1:{self.port}"
             c.request(method, path, body=body or None, headers=fwd)
             r = c.getresponse()
-            keep = {k: v for k, v in r.getheaders() if k.lower() not in ("content-length", "connection", "date", "server")}
+            keep = {
+                k: v for k, v in r.getheaders() if k.lower() not in ("content-length", "connection", "date", "server")
+            }
             self.recorded = (r.status, keep, r.read())
         finally:
             c.close()

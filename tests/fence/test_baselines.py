@@ -11,7 +11,6 @@ import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from planfence_baselines import (
     AcknowledgedSync,
     CentralizedLineage,
@@ -135,8 +134,16 @@ def test_an_update_nobody_else_holds_is_synced_at_once():
 
 def tiny_world(value_bytes: int = 91) -> World:
     # key "x" (owned by w) is the plan's one input; a acts, b keeps the plans.
-    return World(agents=["w", "a", "b"], owner={"x": "w", "y": "b"}, plan_inputs=["x"], holders=["w", "a", "b"],
-                 actor="a", planner="b", value_bytes=value_bytes, plan_bytes=50)
+    return World(
+        agents=["w", "a", "b"],
+        owner={"x": "w", "y": "b"},
+        plan_inputs=["x"],
+        holders=["w", "a", "b"],
+        actor="a",
+        planner="b",
+        value_bytes=value_bytes,
+        plan_bytes=50,
+    )
 
 
 def test_sync_action_waits_for_the_update_then_replans():
@@ -172,8 +179,9 @@ def test_planfence_action_round_trips(tmp_path, replan, replanning):
     refresh and the re-check; "changed" stores the plan during the re-check,
     "all" before it."""
     w = tiny_world()
-    got = run_planfence(os.fspath(tmp_path / "pf"), w, EmulatedNetwork(w.agents, FAST), [(1.5, "x")], [1.0, 2.0, 3.0], 7,
-                        replan=replan)
+    got = run_planfence(
+        os.fspath(tmp_path / "pf"), w, EmulatedNetwork(w.agents, FAST), [(1.5, "x")], [1.0, 2.0, 3.0], 7, replan=replan
+    )
     assert [a.replanned for a in got] == [False, True, False]
     assert not any(a.blocked for a in got)
     assert [a.stall for a in got] == pytest.approx([0.020, replanning, 0.020], abs=1e-6)
@@ -186,8 +194,9 @@ def test_planfence_blocks_when_an_input_moves_during_the_replan(tmp_path):
     # x moves at 1.5 s and again at 2.035 s: after the refresh read version 2
     # at w (2.030 s), before the re-check reaches w (2.050 s).
     w = tiny_world()
-    got = run_planfence(os.fspath(tmp_path / "pf"), w, EmulatedNetwork(w.agents, FAST), [(1.5, "x"), (2.035, "x")],
-                        [2.0], 7)
+    got = run_planfence(
+        os.fspath(tmp_path / "pf"), w, EmulatedNetwork(w.agents, FAST), [(1.5, "x"), (2.035, "x")], [2.0], 7
+    )
     assert got[0].replanned and got[0].blocked
 
 

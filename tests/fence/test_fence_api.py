@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from agentsensus import Error, StalePlanError, Store
 
 
@@ -189,4 +188,4 @@ def test_a_closed_store_refuses_fence_calls(tmp_path):
     with pytest.raises(Error, match="closed"):
         f.head("a")
     with pytest.raises(Error, match="closed"):
-        s.fence
+        _ = s.fence

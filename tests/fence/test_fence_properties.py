@@ -7,10 +7,9 @@ from __future__ import annotations
 import os
 import tempfile
 
+from agentsensus import Store
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from agentsensus import Store
 
 OWNERS = ["alice", "bob", "carol"]
 
@@ -71,9 +70,7 @@ def test_frontier_and_check_match_a_reference_walk(g):
         assert {(l.key, l.version) for l in got} == want
         assert all(l.owner == owner[l.key] for l in got)
         assert [l.owner for l in got] == sorted(l.owner for l in got)
-        current = all(
-            f.head(k) == v or content[(k, f.head(k))] == content[(k, v)] for k, v in want
-        )
+        current = all(f.head(k) == v or content[(k, f.head(k))] == content[(k, v)] for k, v in want)
         c = f.check(plan, scope=scope)
         assert c.current == current
         assert c.owners_asked == len({owner[k] for k, _ in want})

@@ -7,7 +7,6 @@ import os
 import struct
 
 import lmdb
-
 from agentsensus import Store
 
 

@@ -7,7 +7,6 @@ reference walk; these pin the cases by name."""
 from __future__ import annotations
 
 import pytest
-
 from agentsensus import Link
 
 

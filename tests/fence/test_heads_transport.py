@@ -10,10 +10,8 @@ import sys
 from typing import Iterator, Optional
 
 import pytest
-
 from agentsensus import StalePlanError, Store
 from agentsensus.heads_transport import HeadsClient, HeadsServer, OwnerUnavailable
-
 from fake_owners import FakeOwner, echo_spoof
 
 HERE = os.path.dirname(__file__)
@@ -131,9 +129,10 @@ def test_an_owner_that_hangs_times_out_and_blocks(tmp_path, owners):
 def test_server_refuses_owners_it_does_not_serve_and_bad_queries(tmp_path):
     with Store(os.fspath(tmp_path / "s"), dim=4) as store:
         store.fence.publish("k", "alice", "v")
-        with HeadsServer(store, "alice") as server, HeadsClient(
-            {"alice": server.url, "mallory": server.url}, timeout=5
-        ) as client:
+        with (
+            HeadsServer(store, "alice") as server,
+            HeadsClient({"alice": server.url, "mallory": server.url}, timeout=5) as client,
+        ):
             assert client("alice", ["k", "zz"]) == {"k": 1}
             assert client.fetch("alice", "k") == (1, b"v")
             with pytest.raises(OwnerUnavailable, match="HTTP 404"):

@@ -10,22 +10,31 @@ import sys
 
 from planfence_baselines.timed_actions import PARTS
 
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench",
-                      "planfence_experiments.py")
+SCRIPT = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench", "planfence_experiments.py"
+)
 
 
 def run_script(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the package comes from the install
-    return subprocess.run([sys.executable, SCRIPT, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_experiments_print_every_table(tmp_path):
     r = run_script(tmp_path, "--workflows", "2", "--actions", "4", "--rates", "0.5,8")
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    for heading in ("## (a)", "## (b)", "## (c)", "### (c) where the stall goes", "### (c) the same run with one setting",
-                    "### (c) why the shape differs", "## (d)"):
+    for heading in (
+        "## (a)",
+        "## (b)",
+        "## (c)",
+        "### (c) where the stall goes",
+        "### (c) the same run with one setting",
+        "### (c) why the shape differs",
+        "## (d)",
+    ):
         assert heading in out
     assert "| Planfence | 30/30 | 2/2 |" in out and "| freshness-only | 0/30 | 0/2 |" in out
     assert "per-update sync (acknowledged)" in out

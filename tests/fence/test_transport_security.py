@@ -14,9 +14,6 @@ import time
 from typing import Iterator, Optional
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from agentsensus import StalePlanError, Store
 from agentsensus.planfence import transport_auth as auth
 from agentsensus.planfence.transport import (
@@ -28,8 +25,9 @@ from agentsensus.planfence.transport import (
     read_token_file,
     server_ssl_context,
 )
-
 from fake_owners import FakeOwner, RecordingProxy, echo_spoof
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 TOKEN = "a shared token of the owners, 32 b"
 KEYS = ("req", "scope-doc")
@@ -225,7 +223,9 @@ def test_errors_do_not_say_what_exists(owner):
             )
         }
         assert answers == {(404, b"not found")}
-        assert _raw(p, "POST", "/v1/heads/mallory", _query("req"), {"Content-Type": "application/octet-stream", **_nonce()}) == (
+        assert _raw(
+            p, "POST", "/v1/heads/mallory", _query("req"), {"Content-Type": "application/octet-stream", **_nonce()}
+        ) == (
             404,
             b"not found",
         )
@@ -314,9 +314,10 @@ def test_slow_connections_are_dropped_and_checks_go_on(owner, planner):
 
 
 def test_the_key_and_size_caps_are_enforced(owner):
-    with HeadsServer(owner, "alice", max_keys=8, max_query_bytes=2048) as server, HeadsClient(
-        {"alice": server.url}, timeout=5
-    ) as c:
+    with (
+        HeadsServer(owner, "alice", max_keys=8, max_query_bytes=2048) as server,
+        HeadsClient({"alice": server.url}, timeout=5) as c,
+    ):
         keys = [f"k{i}" for i in range(9)]
         assert c("alice", keys[:8]) == {}
         with pytest.raises(OwnerUnavailable, match="HTTP 413.*9 keys; the limit is 8"):
@@ -433,17 +434,63 @@ def _openssl(*args: str, cwd: str) -> None:
 
 
 def _ca(d: str, name: str) -> None:
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-             f"{name}.key", "-out", f"{name}.pem", "-days", "2", "-subj", f"/CN={name}", cwd=d)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.pem",
+        "-days",
+        "2",
+        "-subj",
+        f"/CN={name}",
+        cwd=d,
+    )
 
 
 def _leaf(d: str, name: str, ca: str, ext: str) -> None:
     with open(os.path.join(d, f"{name}.ext"), "w") as f:
         f.write(ext + "\nbasicConstraints=CA:FALSE\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
-    _openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-             f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
-    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
-             "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext", cwd=d)
+    _openssl(
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.csr",
+        "-subj",
+        f"/CN={name}",
+        cwd=d,
+    )
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        f"{name}.csr",
+        "-CA",
+        f"{ca}.pem",
+        "-CAkey",
+        f"{ca}.key",
+        "-CAcreateserial",
+        "-out",
+        f"{name}.pem",
+        "-days",
+        "2",
+        "-extfile",
+        f"{name}.ext",
+        cwd=d,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -462,7 +509,9 @@ def test_tls_and_mutual_tls(certs, owner, planner):
     tls = server_ssl_context(p("server.pem"), p("server.key"))
     with HeadsServer(owner, "alice", ssl_context=tls, token=TOKEN) as server:
         assert server.url.startswith("https://127.0.0.1:")
-        with HeadsClient({"alice": server.url}, ssl_context=client_ssl_context(p("ca.pem")), token=TOKEN, timeout=5) as c:
+        with HeadsClient(
+            {"alice": server.url}, ssl_context=client_ssl_context(p("ca.pem")), token=TOKEN, timeout=5
+        ) as c:
             _plan(planner, c)
             assert planner.fence.check("plan", heads=c).current
         with HeadsClient({"alice": server.url}, ssl_context=client_ssl_context(p("other-ca.pem")), timeout=5) as c:

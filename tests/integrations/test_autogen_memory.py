@@ -9,15 +9,14 @@ import tempfile
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from agentsensus import Store, embedders, judges
+from agentsensus.integrations.autogen import ConsensusMemory
 from autogen_core import CancellationToken
 from autogen_core.memory import Memory, MemoryContent, MemoryMimeType
 from autogen_core.model_context import BufferedChatCompletionContext
 from autogen_core.models import SystemMessage, UserMessage
-
-from agentsensus import Store, embedders, judges
-from agentsensus.integrations.autogen import ConsensusMemory
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 GHOST = "The ghost walks on the platform at midnight"
 
@@ -83,7 +82,9 @@ def test_contents_round_trip_with_their_mime_type(tmp_path: Any) -> None:
             ("# Act *one*", MemoryMimeType.TEXT),  # a record keeps no MIME type: Markdown is text
             ('{"looks":"like json"}', MemoryMimeType.TEXT),
         ]
-        (hit,) = (await mem.query(MemoryContent(content={"a": "x", "b": 1}, mime_type=MemoryMimeType.JSON), k=1)).results
+        (hit,) = (
+            await mem.query(MemoryContent(content={"a": "x", "b": 1}, mime_type=MemoryMimeType.JSON), k=1)
+        ).results
         assert hit.content == {"a": "x", "b": 1} and hit.mime_type == MemoryMimeType.JSON
         a, b = mem.store.owned("Hamlet")[:2]
         assert mem.store.neighbors(a) == [b]
@@ -143,12 +144,27 @@ def test_the_store_judge_merges_paraphrases(tmp_path: Any) -> None:
 
 def test_component_config_round_trip(tmp_path: Any) -> None:
     path = os.fspath(tmp_path / "s")
-    mem = ConsensusMemory(path, "Hamlet", k=3, expand=False, judge=judges.threshold(0.6), min_similarity=0.55,
-                          candidates=3, exact_cutoff=16, merge_policy="keep_names")
+    mem = ConsensusMemory(
+        path,
+        "Hamlet",
+        k=3,
+        expand=False,
+        judge=judges.threshold(0.6),
+        min_similarity=0.55,
+        candidates=3,
+        exact_cutoff=16,
+        merge_policy="keep_names",
+    )
     model = mem.dump_component()
     assert model.provider == "agentsensus.integrations.autogen.ConsensusMemory"
     c = model.config
-    assert (c["owner"], c["k"], c["judge"], c["min_similarity"], c["candidates"]) == ("Hamlet", 3, "threshold:0.6", 0.55, 3)
+    assert (c["owner"], c["k"], c["judge"], c["min_similarity"], c["candidates"]) == (
+        "Hamlet",
+        3,
+        "threshold:0.6",
+        0.55,
+        3,
+    )
     assert c["store_options"] == {"dim": 384, "exact_cutoff": 16, "merge_policy": "keep_names"}
     asyncio.run(mem.close())
     again = ConsensusMemory.load_component(model)
@@ -157,7 +173,11 @@ def test_component_config_round_trip(tmp_path: Any) -> None:
     assert (st.min_similarity, st.candidates, st.judge.__name__) == (0.55, 3, "threshold(0.6)")
     assert ConsensusMemory.load_component(again.dump_component()).dump_component() == again.dump_component()
     asyncio.run(again.close())
-    for judge, spec in [(judges.exact, "exact"), (judges.never, "never"), (judges.llm("m", "http://127.0.0.1:9/v1"), "llm:m@http://127.0.0.1:9/v1")]:
+    for judge, spec in [
+        (judges.exact, "exact"),
+        (judges.never, "never"),
+        (judges.llm("m", "http://127.0.0.1:9/v1"), "llm:m@http://127.0.0.1:9/v1"),
+    ]:
         with Store(os.fspath(tmp_path / "t"), dim=384, judge=judge) as store:
             assert ConsensusMemory(store, "Hamlet").dump_component().config["judge"] == spec
 
@@ -222,14 +242,18 @@ def test_a_relative_path_is_released_after_a_chdir(tmp_path: Any, monkeypatch: A
 
 _json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text("abc", max_size=4)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text("xyz", min_size=1, max_size=2), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text("xyz", min_size=1, max_size=2), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 _contents = st.one_of(
     # Words joined by single spaces: the store merges texts that differ only in
     # case or spacing (the exact judge), which ListMemory keeps apart.
     st.lists(st.text("abcdefgh", min_size=1, max_size=5), min_size=1, max_size=3).map(lambda w: ("text", " ".join(w))),
-    st.dictionaries(st.text("pqrs", min_size=1, max_size=3), _json_values, min_size=1, max_size=3).map(lambda d: ("json", d)),
+    st.dictionaries(st.text("pqrs", min_size=1, max_size=3), _json_values, min_size=1, max_size=3).map(
+        lambda d: ("json", d)
+    ),
 )
 
 

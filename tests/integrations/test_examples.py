@@ -13,9 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
 import agentsensus
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -45,10 +44,16 @@ def test_examples_pass_mypy_strict(tmp_path: Path) -> None:
         (tmp_path / f"doc_integrations_{n}.py").write_text(body)
         files.append(str(tmp_path / f"doc_integrations_{n}.py"))
     cmd = [
-        sys.executable, "-m", "mypy", "--strict",
-        "--config-file", str(ROOT / "pyproject.toml"),
-        "--cache-dir", str(cache),
-        "--python-executable", sys.executable,
+        sys.executable,
+        "-m",
+        "mypy",
+        "--strict",
+        "--config-file",
+        str(ROOT / "pyproject.toml"),
+        "--cache-dir",
+        str(cache),
+        "--python-executable",
+        sys.executable,
         *files,
     ]
     out = subprocess.run(cmd, cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True, timeout=900)
@@ -77,7 +82,9 @@ def test_doc_python_example_runs(n: int, tmp_path: Path) -> None:
     script = tmp_path / "example.py"
     script.write_text(_blocks("python")[n])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from agentsensus import judges
 from agentsensus.integrations.judge_spec import judge_from_spec, judge_spec
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 @given(st.floats(min_value=-1.0, max_value=1.0, allow_nan=False))

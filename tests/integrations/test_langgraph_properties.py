@@ -9,25 +9,32 @@ import shutil
 import tempfile
 from typing import Any
 
+from agentsensus.integrations.langgraph import ConsensusStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
-
-from agentsensus.integrations.langgraph import ConsensusStore
 
 labels = st.sampled_from(["a", "b"])
 namespaces = st.lists(labels, min_size=1, max_size=2).map(tuple)
 keys = st.sampled_from(["k0", "k1", "k2"])
 values = st.fixed_dictionaries(
-    {"n": st.integers(0, 2), "tag": st.sampled_from(["x", "y"]), "inner": st.fixed_dictionaries({"m": st.integers(0, 2)})}
+    {
+        "n": st.integers(0, 2),
+        "tag": st.sampled_from(["x", "y"]),
+        "inner": st.fixed_dictionaries({"m": st.integers(0, 2)}),
+    }
 )
 # Filters on fields every value has: InMemoryStore raises on a comparison
 # with a missing field (float(None)), where ConsensusStore does not match.
 filters = st.one_of(
     st.none(),
     st.fixed_dictionaries({"n": st.integers(0, 2)}),
-    st.fixed_dictionaries({"tag": st.sampled_from(["x", "y"]), "inner": st.fixed_dictionaries({"m": st.integers(0, 2)})}),
-    st.builds(lambda op, v: {"n": {op: v}}, st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$ne", "$eq"]), st.integers(0, 2)),
+    st.fixed_dictionaries(
+        {"tag": st.sampled_from(["x", "y"]), "inner": st.fixed_dictionaries({"m": st.integers(0, 2)})}
+    ),
+    st.builds(
+        lambda op, v: {"n": {op: v}}, st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$ne", "$eq"]), st.integers(0, 2)
+    ),
 )
 puts = st.tuples(st.just("put"), namespaces, keys, values)
 ops = st.one_of(
@@ -35,7 +42,9 @@ ops = st.one_of(
     puts,  # twice: more items for the reads to find
     st.tuples(st.just("delete"), namespaces, keys),
     st.tuples(st.just("get"), namespaces, keys),
-    st.tuples(st.just("search"), st.lists(labels, max_size=2).map(tuple), filters, st.integers(0, 4), st.integers(0, 3)),
+    st.tuples(
+        st.just("search"), st.lists(labels, max_size=2).map(tuple), filters, st.integers(0, 4), st.integers(0, 3)
+    ),
     st.tuples(
         st.just("list"),
         st.one_of(st.none(), st.lists(st.sampled_from(["a", "b", "*"]), min_size=1, max_size=2).map(tuple)),

@@ -8,12 +8,11 @@ from typing import Any, Iterator, TypedDict
 
 import numpy as np
 import pytest
+from agentsensus import Store, embedders
+from agentsensus.integrations.langgraph import ConsensusStore
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
-
-from agentsensus import Store, embedders
-from agentsensus.integrations.langgraph import ConsensusStore
 
 GHOST = "The ghost walks on the platform at midnight"
 HAMLET = ("memories", "hamlet")
@@ -126,13 +125,15 @@ def test_list_namespaces(lg: ConsensusStore) -> None:
 
 def test_batch_reads_before_writes_and_last_put_wins(lg: ConsensusStore) -> None:
     lg.put(HAMLET, "k", {"text": "old"})
-    out = lg.batch([
-        PutOp(HAMLET, "k", {"text": "first"}),
-        GetOp(HAMLET, "k"),
-        PutOp(HAMLET, "k", {"text": "second"}),
-        SearchOp(HAMLET, query="old"),
-        ListNamespacesOp(),
-    ])
+    out = lg.batch(
+        [
+            PutOp(HAMLET, "k", {"text": "first"}),
+            GetOp(HAMLET, "k"),
+            PutOp(HAMLET, "k", {"text": "second"}),
+            SearchOp(HAMLET, query="old"),
+            ListNamespacesOp(),
+        ]
+    )
     assert out[0] is None and out[2] is None
     assert out[1] is not None and out[1].value == {"text": "old"}  # type: ignore[union-attr]
     assert [i.value["text"] for i in out[3]] == ["old"]  # type: ignore[union-attr]

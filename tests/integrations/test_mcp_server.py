@@ -11,9 +11,8 @@ import time
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
-
 from agentsensus import Store, cli, embedders
+from mcp import Client, StdioServerParameters
 
 GHOST = "The ghost walks on the platform at midnight"
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
@@ -59,7 +58,10 @@ def test_stdio_server_serves_every_tool(tmp_path: Any) -> None:
             assert [m["text"] for m in listed] == [GHOST, "The king drinks"]
             assert data(await c.call_tool("stats", {}))["shared"] == 1
 
-            assert data(await c.call_tool("forget", {"owner": "hamlet", "id": first["ids"][0]}))["forgotten"] == first["ids"][0]
+            assert (
+                data(await c.call_tool("forget", {"owner": "hamlet", "id": first["ids"][0]}))["forgotten"]
+                == first["ids"][0]
+            )
             assert data(await c.call_tool("get", {"id": first["ids"][0]}))["owners"] == ["horatio"]
 
             # Planfence: a plan derived from an input goes stale when the input moves.
@@ -110,8 +112,18 @@ def _free_port() -> int:
 
 def test_streamable_http_on_loopback(tmp_path: Any) -> None:
     port = _free_port()
-    cmd = [sys.executable, "-m", "agentsensus.integrations.mcp_server", os.fspath(tmp_path / "s"),
-           "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentsensus.integrations.mcp_server",
+        os.fspath(tmp_path / "s"),
+        "--transport",
+        "streamable-http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + LIMIT

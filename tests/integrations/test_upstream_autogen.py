@@ -15,10 +15,9 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 import pytest
-
 from agentsensus.integrations.autogen import ConsensusMemory
 
 sys.path.insert(0, os.path.dirname(__file__))

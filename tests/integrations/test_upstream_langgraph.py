@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
 import pytest
-
 from agentsensus.integrations.langgraph import ConsensusStore
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -70,7 +69,9 @@ class SqliteConsensusStore(ConsensusStore):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, conn_string: str, *, index: Any = None, ttl: Any = None) -> Iterator["SqliteConsensusStore"]:
+    def from_conn_string(
+        cls, conn_string: str, *, index: Any = None, ttl: Any = None
+    ) -> Iterator["SqliteConsensusStore"]:
         assert ttl is None, "ConsensusStore has no TTL (supports_ttl is False)"
         path = _dir_for(conn_string)
         store = cls(path, index=_sqlite_index(index), **FAST)
@@ -89,7 +90,9 @@ class AsyncSqliteConsensusStore(SqliteConsensusStore):
 
     @classmethod
     @asynccontextmanager  # type: ignore[arg-type]
-    async def from_conn_string(cls, conn_string: str, *, index: Any = None, ttl: Any = None) -> AsyncIterator["AsyncSqliteConsensusStore"]:  # type: ignore[override]
+    async def from_conn_string(
+        cls, conn_string: str, *, index: Any = None, ttl: Any = None
+    ) -> AsyncIterator["AsyncSqliteConsensusStore"]:  # type: ignore[override]
         with SqliteConsensusStore.from_conn_string.__func__(cls, conn_string, index=index, ttl=ttl) as store:  # type: ignore[attr-defined]
             yield store
 

@@ -55,8 +55,18 @@ def sdist(package: str, version: str) -> Path:
             work = Path(tempfile.mkdtemp(dir=root, prefix=".fetch-"))
             try:
                 cmd = [
-                    sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q",
-                    "--no-binary", ":all:", "--no-deps", "-d", str(work), f"{package}=={version}",
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--disable-pip-version-check",
+                    "-q",
+                    "--no-binary",
+                    ":all:",
+                    "--no-deps",
+                    "-d",
+                    str(work),
+                    f"{package}=={version}",
                 ]
                 out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
                 if out.returncode != 0:
@@ -112,7 +122,9 @@ def _sync(test: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def collect(module: ModuleType, not_applicable: Mapping[str, str], skip_fixtures: tuple[str, ...] = ()) -> dict[str, Any]:
+def collect(
+    module: ModuleType, not_applicable: Mapping[str, str], skip_fixtures: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The tests and fixtures of ``module`` for the caller's globals: tests
     named in ``not_applicable`` (name -> reason) are left out, and so are the
     fixtures the caller replaces. Raises when a not-applicable name is not a

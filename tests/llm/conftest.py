@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
 from fake_openai import FakeOpenAI
 
 SERVER = Path(__file__).with_name("fake_openai.py")

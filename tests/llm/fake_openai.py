@@ -144,16 +144,21 @@ class Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict[str, Any], content: str | None) -> None:
         text = content if content is not None else chat_answer(body)
         prompt = sum(words(m.get("content") or "") for m in body["messages"])
-        self._send(200, {
-            "id": "chatcmpl-fake",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": words(text),
-                      "total_tokens": prompt + words(text)},
-        })
+        self._send(
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": words(text),
+                    "total_tokens": prompt + words(text),
+                },
+            },
+        )
 
     def _embeddings(self, body: dict[str, Any]) -> None:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
@@ -166,8 +171,15 @@ class Handler(BaseHTTPRequestHandler):
                 enc = base64.b64encode(struct.pack(f"<{dim}f", *vec)).decode("ascii")
             data.append({"object": "embedding", "index": i, "embedding": enc})
         tokens = sum(words(t) for t in texts)
-        self._send(200, {"object": "list", "data": data, "model": body["model"],
-                         "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        self._send(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
 
 class FakeOpenAI:
@@ -178,9 +190,7 @@ class FakeOpenAI:
         self.url = self.root + "/v1"
 
     def _post(self, path: str, obj: Any) -> Any:
-        req = urllib.request.Request(
-            self.root + path, json.dumps(obj).encode(), {"Content-Type": "application/json"}
-        )
+        req = urllib.request.Request(self.root + path, json.dumps(obj).encode(), {"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=10) as resp:
             return json.load(resp)
 

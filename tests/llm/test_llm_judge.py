@@ -9,11 +9,9 @@ from typing import Any
 
 import openai
 import pytest
-
 from agentsensus import JudgeRequest, Memory, Store, embedders, judges
 from agentsensus.llm_client import LLMError
 from agentsensus.llm_judge import LLMJudge, MalformedAnswer, build_messages, parse_verdicts
-
 from fake_openai import FakeOpenAI
 
 GHOST = "The ghost walks on the platform"
@@ -49,7 +47,11 @@ def test_one_prompt_per_deposit_covers_every_request(fake: FakeOpenAI, tmp_path:
         assert s.get(1).owners == {"A", "B"}
     bodies = fake.log()
     assert len(bodies) == 1
-    assert [r["statement"] for r in prompt_requests(bodies[0])] == [GHOST_AGAIN, "Horatio doubts the tale", "Hamlet revenge swears"]
+    assert [r["statement"] for r in prompt_requests(bodies[0])] == [
+        GHOST_AGAIN,
+        "Horatio doubts the tale",
+        "Hamlet revenge swears",
+    ]
     assert bodies[0]["response_format"] == {"type": "json_object"}
     assert bodies[0]["temperature"] == 0.0
     c = j.counters()
@@ -132,9 +134,16 @@ def test_parse_verdicts_accepts_valid_and_fenced_answers() -> None:
     body = '{"verdicts": [{"request": 0, "match": 1}, {"request": 1, "match": -2}]}'
     assert parse_verdicts(body, reqs) == [1, -2]
     assert parse_verdicts(f"```json\n{body}\n```", reqs) == [1, -2]
-    assert parse_verdicts('{"verdicts": [{"request": 0, "match": null}, {"request": 1, "match": null}]}', reqs) == [None, None]
+    assert parse_verdicts('{"verdicts": [{"request": 0, "match": null}, {"request": 1, "match": null}]}', reqs) == [
+        None,
+        None,
+    ]
     payload = json.loads(build_messages(reqs)[1]["content"])
-    assert payload["requests"][1] == {"request": 1, "statement": "c", "candidates": [{"id": 5, "text": "d"}, {"id": -2, "text": "c"}]}
+    assert payload["requests"][1] == {
+        "request": 1,
+        "statement": "c",
+        "candidates": [{"id": 5, "text": "d"}, {"id": -2, "text": "c"}],
+    }
 
 
 def test_transient_failures_are_retried_with_backoff(fake: FakeOpenAI) -> None:

@@ -7,9 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from agentsensus import Store, embedders
-
 from fake_openai import FakeOpenAI
 
 

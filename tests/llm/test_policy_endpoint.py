@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from agentsensus.llm_client import LLMClient
 from agentsensus.sim.collaborative import CollaborativeBackend
-from agentsensus.sim.sim_embedder import get_embedder
 from agentsensus.sim.kernel import Kernel
 from agentsensus.sim.llm_policy import LLMPolicy, openai_complete
+from agentsensus.sim.sim_embedder import get_embedder
 from agentsensus.sim.world import World
-
 from fake_openai import FakeOpenAI
 
 
@@ -18,7 +17,9 @@ def test_openai_complete_drives_the_kernel(fake: FakeOpenAI) -> None:
     assert isinstance(client, LLMClient)
     world = World.of("test", ["Hamlet", "Horatio"], ["hall"])
     embed = get_embedder("hash")
-    k = Kernel(world, LLMPolicy(complete, start={"Hamlet": "hall", "Horatio": "hall"}), CollaborativeBackend(embed.dim), embed)
+    k = Kernel(
+        world, LLMPolicy(complete, start={"Hamlet": "hall", "Horatio": "hall"}), CollaborativeBackend(embed.dim), embed
+    )
     k.run(2)
     bodies = fake.log()
     assert len(bodies) == 4 and client.usage.calls == 4

@@ -9,7 +9,6 @@ import sys
 import textwrap
 
 import ray
-
 from agentsensus.ray import RemoteStore, StoreActor
 
 _OTHER_DRIVER = textwrap.dedent(

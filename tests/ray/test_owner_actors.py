@@ -9,7 +9,6 @@ from typing import Iterator
 
 import pytest
 import ray
-
 from agentsensus import StalePlanError, Store
 from agentsensus.ray import RayHeadsClient, RemoteStore, StoreActor, owner_actor_name
 

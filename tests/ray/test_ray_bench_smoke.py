@@ -18,9 +18,15 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "ray_bench.py"
 @pytest.mark.parametrize(
     "args, reports",
     [
-        (["reopen", "--records", "300", "--dim", "16", "--trials", "1"], ["no checkpoint", "checkpoint", "clean close"]),
+        (
+            ["reopen", "--records", "300", "--dim", "16", "--trials", "1"],
+            ["no checkpoint", "checkpoint", "clean close"],
+        ),
         (["check", "--repeat", "3"], ["in-process owners", "HTTP", "Ray actor calls"]),
-        (["calls", "--repeat", "3", "--records", "50"], ["no-op actor call (other node)", "recall k=5 on a local Store"]),
+        (
+            ["calls", "--repeat", "3", "--records", "50"],
+            ["no-op actor call (other node)", "recall k=5 on a local Store"],
+        ),
     ],
     ids=["reopen", "check", "calls"],
 )

@@ -11,7 +11,6 @@ from typing import Iterator
 import numpy as np
 import pytest
 import ray
-
 from agentsensus import Store, judges
 from agentsensus.ray import RemoteStore, ShardedStore, StoreActor, node_resource, on_node, place_shard
 
@@ -31,7 +30,7 @@ def world(seed: int) -> list[list[tuple[str, str, list[str], np.ndarray]]]:
     report is the same statement (the exact judge merges it)."""
     rng = np.random.default_rng(seed)
     rounds = []
-    for r in range(4):
+    for _ in range(4):
         batch = []
         for _ in range(6):
             p = int(rng.integers(len(PLACES)))
@@ -76,10 +75,18 @@ def test_sharded_recall_equals_one_store_where_no_event_crosses_places(shards, t
             assert [d.merged for d in got] == [d.merged for d in want]
         s1, s2 = one.stats(), sharded.stats()
         assert (s2.records, s2.deposits, s2.merges, s2.shared, s2.linked, s2.max_owners, s2.agents) == (
-            s1.records, s1.deposits, s1.merges, s1.shared, s1.linked, s1.max_owners, s1.agents)
+            s1.records,
+            s1.deposits,
+            s1.merges,
+            s1.shared,
+            s1.linked,
+            s1.max_owners,
+            s1.agents,
+        )
         assert s1.merges > 0 and s1.linked > 0  # the world exercises merges and edges
         assert sorted((m.kept, m.owner, m.round) for m in sharded.merges()) == sorted(
-            (m.kept, m.owner, m.round) for m in one.merges())
+            (m.kept, m.owner, m.round) for m in one.merges()
+        )
         witnesses = sorted({w for batch in rounds for _, w, _, _ in batch})
         queries = [(w, unit(q)) for w in witnesses for q in (0, 1002, 3001)]
         for k in (1, 3):
@@ -88,9 +95,12 @@ def test_sharded_recall_equals_one_store_where_no_event_crosses_places(shards, t
                 want = one.recall(w, q, k=k)
                 assert [view(m) for m in got] == [view(m) for m in want]
                 assert [view(m) for m in sharded.recall(w, q, k=k, expand=False)] == [
-                    view(m) for m in one.recall(w, q, k=k, expand=False)]
+                    view(m) for m in one.recall(w, q, k=k, expand=False)
+                ]
         for w in witnesses:
-            assert sorted(sharded.get(i).text for i in sharded.owned(w)) == sorted(one.get(i).text for i in one.owned(w))
+            assert sorted(sharded.get(i).text for i in sharded.owned(w)) == sorted(
+                one.get(i).text for i in one.owned(w)
+            )
 
 
 def test_deposits_go_to_their_places_shard_and_the_directory_survives_a_new_client(shards) -> None:

@@ -13,13 +13,11 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 import pytest
 import ray
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from agentsensus import Error, JudgeRequest, Store, judges
 from agentsensus.ray import RemoteStore, StoreActor
-
 from conftest import pickle_by_value
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 DIM = 8
 pickle_by_value(__name__)

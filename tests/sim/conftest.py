@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from agentsensus.sim.kernel import Kernel
 from agentsensus.sim.memory_policy import MemoryPolicy
 from agentsensus.sim.play import Play, parse_play
@@ -130,8 +129,17 @@ def embed() -> CachedEmbedder:
     return get_embedder("hash")
 
 
-def _run_kernel(play: Play, backend, embed: CachedEmbedder, rounds: int = 12, *, seed: int = 0,  # type: ignore[no-untyped-def]
-                variation: float = 0.5, policy=None, **kw) -> Kernel:
+def _run_kernel(
+    play: Play,
+    backend,
+    embed: CachedEmbedder,
+    rounds: int = 12,
+    *,
+    seed: int = 0,  # type: ignore[no-untyped-def]
+    variation: float = 0.5,
+    policy=None,
+    **kw,
+) -> Kernel:
     """Sediment the whole of ``play`` into ``backend``, then run ``rounds`` rounds; the kernel after."""
     world = World.of(play.title, play.cast, play.places)
     replay = replay_source(play, world)

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from types import SimpleNamespace as NS
 
-from hypothesis import given
-from hypothesis import strategies as st
-
 from agentsensus.sim.account_judge import AccountJudge
 from agentsensus.sim.accounts import account, split_statements
 from agentsensus.sim.variation import Variation
 from agentsensus.sim.wording import read
 from agentsensus.sim.world import Event
+from hypothesis import given
+from hypothesis import strategies as st
 
-SPEECH = ("Thou art a scholar, speak to it, Horatio. Look, my lord, it comes, and with a face of sorrow. "
-          "Good night, sweet prince, and flights of angels sing thee to thy rest!")
+SPEECH = (
+    "Thou art a scholar, speak to it, Horatio. Look, my lord, it comes, and with a face of sorrow. "
+    "Good night, sweet prince, and flights of angels sing thee to thy rest!"
+)
 CROWD = ("Hamlet", "Horatio", "Marcellus", "Bernardo", "Francisco", "Reynaldo")
 
 
@@ -48,9 +49,21 @@ def test_variation_is_seeded_reproducible_and_differs_between_witnesses() -> Non
 @given(st.integers(0, 10_000), st.floats(0.0, 1.0))
 def test_every_account_has_words_and_a_readable_core(seed: int, strength: float) -> None:
     v = Variation(strength, seed)
-    for ev in (say(), Event(4, 0, "enter", "A room in the castle", ("Hamlet", "Horatio"), "", (), CROWD, when="scene 2"),
-               Event(5, 0, "act", "A hall", ("Laertes",), "Laertes wounds Hamlet.", ("Hamlet",), ("Laertes", "Hamlet", "Osric"),
-                     when="scene 20")):
+    for ev in (
+        say(),
+        Event(4, 0, "enter", "A room in the castle", ("Hamlet", "Horatio"), "", (), CROWD, when="scene 2"),
+        Event(
+            5,
+            0,
+            "act",
+            "A hall",
+            ("Laertes",),
+            "Laertes wounds Hamlet.",
+            ("Hamlet",),
+            ("Laertes", "Hamlet", "Osric"),
+            when="scene 20",
+        ),
+    ):
         for w in ev.witnesses:
             for text, _ in account(ev, w, v):
                 r = read(text)
@@ -75,7 +88,12 @@ def test_judge_merges_perspectives_and_retellings() -> None:
     c = cands('In scene 1, I told Horatio: "The ghost walks upon the platform tonight."')
     assert j.choose('"The ghost walks upon the platform tonight", Hamlet said to me in scene 1.', c) == 10
     # A retelling in a later round quotes the original with its own time: the same fact.
-    assert j.choose('In round 4, Horatio told me: "In scene 1, Hamlet said: The ghost walks upon the platform tonight."', c) == 10
+    assert (
+        j.choose(
+            'In round 4, Horatio told me: "In scene 1, Hamlet said: The ghost walks upon the platform tonight."', c
+        )
+        == 10
+    )
     move = cands("In round 3, I saw Osric enter the hall.")
     assert j.choose("In round 3, Osric entered the hall.", move) == 10
 
@@ -87,17 +105,30 @@ def test_judge_keeps_different_facts_apart() -> None:
     assert j.choose("In round 4, I saw Osric enter the hall.", base) is None
     assert j.choose("In round 3, I saw Horatio enter the hall.", base) is None
     assert j.choose("In round 3, I saw Osric exit the hall.", base) is None
-    assert j.choose('In scene 1, Hamlet told me: "The king drinks deep tonight."',
-                    cands('In scene 1, Hamlet told me: "The ghost walks tonight."')) is None
+    assert (
+        j.choose(
+            'In scene 1, Hamlet told me: "The king drinks deep tonight."',
+            cands('In scene 1, Hamlet told me: "The ghost walks tonight."'),
+        )
+        is None
+    )
 
 
 def test_judge_prefers_the_closest_candidate_and_reads_text_only() -> None:
     j = AccountJudge()
-    c = cands('In scene 1, Hamlet told us: "The ghost walks upon the platform."',
-              'In scene 1, Hamlet told us: "The ghost walks upon the platform tonight."')
-    reqs = [NS(statement='In scene 1, I told them: "The ghost walks upon the platform tonight."', owner="Hamlet", candidates=c),
-            NS(statement="Nothing alike at all here.", owner="Hamlet", candidates=c),
-            NS(statement="x", owner="Hamlet", candidates=[])]
+    c = cands(
+        'In scene 1, Hamlet told us: "The ghost walks upon the platform."',
+        'In scene 1, Hamlet told us: "The ghost walks upon the platform tonight."',
+    )
+    reqs = [
+        NS(
+            statement='In scene 1, I told them: "The ghost walks upon the platform tonight."',
+            owner="Hamlet",
+            candidates=c,
+        ),
+        NS(statement="Nothing alike at all here.", owner="Hamlet", candidates=c),
+        NS(statement="x", owner="Hamlet", candidates=[]),
+    ]
     assert j(reqs) == [11, None, None]
     assert j.calls == 1 and j.requests == 3
 
@@ -123,12 +154,17 @@ def test_with_a_sentence_model_high_scores_admit_paraphrases() -> None:
     assert AccountJudge(use_scores=True).choose(statement, para) is None
 
 
-@given(st.integers(0, 10_000), st.sampled_from([
-    "In round 2, Osric entered Elsinore, a platform before the castle.",
-    "In scene 7, Lord Polonius entered a room in the castle.",
-    "In scene 9, Lucianus said: Thoughts black, hands apt, drugs fit.",
-    "In round 4, Hamlet takes Horatio aside about ghost.",
-]))
+@given(
+    st.integers(0, 10_000),
+    st.sampled_from(
+        [
+            "In round 2, Osric entered Elsinore, a platform before the castle.",
+            "In scene 7, Lord Polonius entered a room in the castle.",
+            "In scene 9, Lucianus said: Thoughts black, hands apt, drugs fit.",
+            "In round 4, Hamlet takes Horatio aside about ghost.",
+        ]
+    ),
+)
 def test_a_retelling_is_never_cut_down_to_its_time(seed: int, retold: str) -> None:
     # Leaving out the last comma-separated part of a retold move once left "In scene 7.": no fact at all.
     ev = Event(40 + seed % 7, 5, "say", "the hall", ("Horatio",), retold, ("Bernardo",), CROWD[:4], when="round 5")

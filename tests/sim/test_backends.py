@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from agentsensus.sim.backend import MemoryBackend
 from agentsensus.sim.collaborative import CollaborativeBackend
 from agentsensus.sim.g_memory import GMemoryBackend
@@ -15,7 +14,11 @@ def item(embed, owner: str, *texts: str):  # type: ignore[no-untyped-def]
 
 
 def test_all_baselines_speak_the_protocol(embed) -> None:  # type: ignore[no-untyped-def]
-    for b in (GenerativeAgentsBackend(embed, embed.dim), GMemoryBackend(embed, embed.dim), CollaborativeBackend(embed.dim)):
+    for b in (
+        GenerativeAgentsBackend(embed, embed.dim),
+        GMemoryBackend(embed, embed.dim),
+        CollaborativeBackend(embed.dim),
+    ):
         assert isinstance(b, MemoryBackend)
         b.remember([item(embed, "Hamlet", "The ghost walks tonight upon the platform.")], 1)
         hits = b.recall("Hamlet", embed(["ghost platform"])[0], k=3)
@@ -70,7 +73,9 @@ def test_g_memory_insights_point_back_and_recall_expands(embed) -> None:  # type
     b = GMemoryBackend(embed, embed.dim, insight_every=3)
     b.remember([item(embed, "Hamlet", "The ghost walks tonight.", "The king drinks deep tonight.")], 1)
     assert b.stats()["insights"] == 0
-    b.remember([item(embed, "Hamlet", "Horatio swears silence on the sword."), item(embed, "Horatio", "The night is cold.")], 2)
+    b.remember(
+        [item(embed, "Hamlet", "Horatio swears silence on the sword."), item(embed, "Horatio", "The night is cold.")], 2
+    )
     st = b.stats()
     assert st["insights"] == 1 and st["records"] == 5
     insight = [i for i, t in b.texts.items() if t.startswith("Insight")][0]
@@ -86,7 +91,9 @@ def test_collaborative_grants_readers_and_never_merges(embed) -> None:  # type: 
     room = {"Hamlet": ["Hamlet", "Horatio"], "Horatio": ["Hamlet", "Horatio"], "Osric": ["Osric"]}
     b = CollaborativeBackend(embed.dim, grant=lambda owner, r: room[owner])
     same = "The ghost walks upon the platform tonight."
-    b.remember([item(embed, "Hamlet", same), item(embed, "Horatio", same), item(embed, "Osric", "Elsewhere, at sea.")], 1)
+    b.remember(
+        [item(embed, "Hamlet", same), item(embed, "Horatio", same), item(embed, "Osric", "Elsewhere, at sea.")], 1
+    )
     st = b.stats()
     assert st["records"] == 3 and st["shared"] == 0 and st["granted_rows"] == 2 and st["max_readers"] == 2
     got = b.recall("Horatio", embed([same])[0], k=5)

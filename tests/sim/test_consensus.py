@@ -14,8 +14,10 @@ from agentsensus.sim.generative_agents import GenerativeAgentsBackend
 def test_witnesses_of_one_speech_share_one_record(tmp_path, embed) -> None:  # type: ignore[no-untyped-def]
     b = ConsensusBackend(tmp_path / "store", embed.dim)
     speech = "The ghost walks upon the platform tonight."
-    items = [("Hamlet", [f'In scene 1, I told Horatio: "{speech}"', "In scene 1, Hamlet entered the platform."]),
-             ("Horatio", [f'In scene 1, Hamlet told me: "{speech}"'])]
+    items = [
+        ("Hamlet", [f'In scene 1, I told Horatio: "{speech}"', "In scene 1, Hamlet entered the platform."]),
+        ("Horatio", [f'In scene 1, Hamlet told me: "{speech}"']),
+    ]
     stored = b.remember([(o, s, embed(s)) for o, s in items], 1)
     assert [m for _, m in stored] == [[False, False], [True]] and stored[1][0][0] == stored[0][0][0]
     st = b.stats()
@@ -39,7 +41,9 @@ def test_merging_off_shares_nothing_and_fork_copies(tmp_path, embed) -> None:  #
     assert st["records"] == 2 and st["shared"] == 0
     assert b.recall("Marcellus", embed([speech])[0])[0].owners == frozenset({"Marcellus"})
     twin = b.fork(tmp_path / "twin")
-    twin.remember([("Horatio", ["In round 2, Horatio entered the hall."], embed(["In round 2, Horatio entered the hall."]))], 2)
+    twin.remember(
+        [("Horatio", ["In round 2, Horatio entered the hall."], embed(["In round 2, Horatio entered the hall."]))], 2
+    )
     assert twin.records() == 3 and b.records() == 2
     assert twin.text_of(stored[0][0][0]) == speech
     b.close()
@@ -50,7 +54,11 @@ def test_consensus_is_smallest_and_shares_on_the_tiny_play(tiny_play, embed, run
     cons = run_kernel(tiny_play, ConsensusBackend(tmp_path / "c", embed.dim), embed)
     st = cons.backend.stats()
     assert st["shared"] > 0 and st["linked"] > 0 and cons.backend.judge.calls > 0
-    for other in (GenerativeAgentsBackend(embed, embed.dim), GMemoryBackend(embed, embed.dim), CollaborativeBackend(embed.dim)):
+    for other in (
+        GenerativeAgentsBackend(embed, embed.dim),
+        GMemoryBackend(embed, embed.dim),
+        CollaborativeBackend(embed.dim),
+    ):
         k = run_kernel(tiny_play, other, embed)
         assert st["records"] < k.backend.stats()["records"]
         assert k.backend.stats()["shared"] == 0 and k.backend.stats()["linked"] == 0

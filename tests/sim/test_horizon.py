@@ -28,6 +28,13 @@ def test_early_entries_gain_owners_through_retelling(tmp_path, tiny_play, embed,
     led = k40.ledger
     for r in gained:
         fact = led.main_fact(r)
-        heard = {w for log in k40.logs if log.round > 10 for ev in log.events
-                 if ev.kind == "say" and led.aliases.get(ev.seq) == fact for w in ev.witnesses if w not in ev.actors}
+        heard = {
+            w
+            for log in k40.logs
+            if log.round > 10
+            for ev in log.events
+            if ev.kind == "say" and led.aliases.get(ev.seq) == fact
+            for w in ev.witnesses
+            if w not in ev.actors
+        }
         assert early40[r] - early10[r] <= heard, r

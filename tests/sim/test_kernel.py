@@ -23,7 +23,9 @@ def test_the_whole_source_is_sedimented_at_round_zero(tiny_play, embed, run_kern
     # One deposit per witness and source step; every statement is one row of the collaborative table.
     assert log0.records == log0.statements
     said = [e.text for e in log0.events if e.kind == "say"]
-    assert said[0] == "Who's there? Stand and unfold yourself now." and said[-1] == "The rest is silence, my good friend."
+    assert (
+        said[0] == "Who's there? Stand and unfold yourself now." and said[-1] == "The rest is silence, my good friend."
+    )
     assert all(e.when.startswith("scene ") for e in log0.events)
 
 
@@ -61,15 +63,23 @@ def test_what_agents_say_comes_from_what_they_recalled(tiny_play, embed, run_ker
 
 
 def test_the_memory_design_changes_what_happens(tiny_play, embed, run_kernel) -> None:  # type: ignore[no-untyped-def]
-    runs = [run_kernel(tiny_play, b, embed, rounds=10) for b in (
-        GenerativeAgentsBackend(embed, embed.dim), GMemoryBackend(embed, embed.dim), CollaborativeBackend(embed.dim))]
+    runs = [
+        run_kernel(tiny_play, b, embed, rounds=10)
+        for b in (
+            GenerativeAgentsBackend(embed, embed.dim),
+            GMemoryBackend(embed, embed.dim),
+            CollaborativeBackend(embed.dim),
+        )
+    ]
     stories = {tuple((e.kind, e.actors, e.text) for e in k.world.events) for k in runs}
     assert len(stories) > 1
 
 
 def test_the_cache_policy_changes_the_run(tiny_play, embed, run_kernel) -> None:  # type: ignore[no-untyped-def]
-    runs = [run_kernel(tiny_play, GMemoryBackend(embed, embed.dim), embed, rounds=14, cache_policy=p, cache_capacity=2)
-            for p in ("fifo", "relevance", "hybrid")]
+    runs = [
+        run_kernel(tiny_play, GMemoryBackend(embed, embed.dim), embed, rounds=14, cache_policy=p, cache_capacity=2)
+        for p in ("fifo", "relevance", "hybrid")
+    ]
     stories = {tuple((e.kind, e.actors, e.text) for e in k.world.events) for k in runs}
     assert len(stories) > 1
 
@@ -101,15 +111,20 @@ def test_a_say_of_only_punctuation_deposits_nothing(embed) -> None:  # type: ign
 
 def test_nobody_awake_warns_and_stops(embed) -> None:  # type: ignore[no-untyped-def]
     warned: list[str] = []
-    k = Kernel(World.of("w", ["A"], ["hall"]), MemoryPolicy(0), CollaborativeBackend(embed.dim), embed, warn=warned.append)
+    k = Kernel(
+        World.of("w", ["A"], ["hall"]), MemoryPolicy(0), CollaborativeBackend(embed.dim), embed, warn=warned.append
+    )
     assert k.run(5) == [] and k.round == 0
     assert warned and "nobody is awake" in warned[0] and k.stopped
 
 
 def test_barrier_orders_and_groups_actions() -> None:
     w = World.of("w", ["A", "B", "C"], ["hall"])
-    acts = [Action("say", "B", "Second thing said here.", place="hall", order=2),
-            Action("move", "A", place="hall", order=1), Action("move", "C", place="hall", order=1)]
+    acts = [
+        Action("say", "B", "Second thing said here.", place="hall", order=2),
+        Action("move", "A", place="hall", order=1),
+        Action("move", "C", place="hall", order=1),
+    ]
     events, results = apply_actions(w, acts, 1)
     assert [e.kind for e in events] == ["enter", "say"] and events[0].when == "round 1"
     assert events[0].actors == ("A", "C")  # one joint entrance

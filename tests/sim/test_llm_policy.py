@@ -8,26 +8,49 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from agentsensus.sim.collaborative import CollaborativeBackend
 from agentsensus.sim.kernel import Kernel
 from agentsensus.sim.llm_policy import LLMPolicy, openai_complete, parse_action
 from agentsensus.sim.world import World
 
 FAKE = Path(__file__).resolve().parents[1] / "llm" / "fake_openai.py"
-GARBAGE = ["", "   ", "no json here", "{broken", "[1, 2, 3]", '"just a string"', "null", "42",
-           '{"action": "fly"}', '{"action": "say"}', '{"action": "say", "text": "... --"}',
-           '{"action": ["say"]}', '{"action": "move", "place": 7}', '{"action": "move", "place": "Atlantis"}',
-           "I'm sorry, but I can't help with that.", '{"action": "say", "text": {"nested": 1}}',
-           '{"action": "act_on", "text": "", "to": "Horatio"}', "{" * 5000]
+GARBAGE = [
+    "",
+    "   ",
+    "no json here",
+    "{broken",
+    "[1, 2, 3]",
+    '"just a string"',
+    "null",
+    "42",
+    '{"action": "fly"}',
+    '{"action": "say"}',
+    '{"action": "say", "text": "... --"}',
+    '{"action": ["say"]}',
+    '{"action": "move", "place": 7}',
+    '{"action": "move", "place": "Atlantis"}',
+    "I'm sorry, but I can't help with that.",
+    '{"action": "say", "text": {"nested": 1}}',
+    '{"action": "act_on", "text": "", "to": "Horatio"}',
+    "{" * 5000,
+]
 
 
 def test_parse_action_accepts_json_and_falls_back_to_observe() -> None:
-    a = parse_action("Hamlet", 'Sure! {"action": "say", "text": "To be, or not to be.", "to": ["Horatio"], "memory": 2}',
-                     "hall", memories=3)
+    a = parse_action(
+        "Hamlet",
+        'Sure! {"action": "say", "text": "To be, or not to be.", "to": ["Horatio"], "memory": 2}',
+        "hall",
+        memories=3,
+    )
     assert (a.kind, a.text, a.to, a.place, a.basis) == ("say", "To be, or not to be.", ("Horatio",), "hall", 1)
-    assert parse_action("Hamlet", '{"action": "move", "place": "The Platform"}', places=["the platform"]).place == "the platform"
-    assert parse_action("Hamlet", '{"action": "say", "text": "Hi there friend.", "memory": 9}', memories=2).basis is None
+    assert (
+        parse_action("Hamlet", '{"action": "move", "place": "The Platform"}', places=["the platform"]).place
+        == "the platform"
+    )
+    assert (
+        parse_action("Hamlet", '{"action": "say", "text": "Hi there friend.", "memory": 9}', memories=2).basis is None
+    )
     for bad in GARBAGE:
         assert parse_action("Hamlet", bad, places=["hall"]).kind == "observe", bad
     assert parse_action("Hamlet", None).kind == "observe"  # type: ignore[arg-type]
@@ -66,7 +89,11 @@ def test_without_a_start_mapping_agents_stand_where_they_are(embed) -> None:  # 
     k = Kernel(_world(), LLMPolicy(complete, world="Hamlet"), CollaborativeBackend(embed.dim), embed)
     k.run(3)
     assert k.round == 3 and len(prompts) == 6
-    assert "You are Hamlet" in prompts[0] and "world of Hamlet" in prompts[0] and "Places: hall, the platform" in prompts[0]
+    assert (
+        "You are Hamlet" in prompts[0]
+        and "world of Hamlet" in prompts[0]
+        and "Places: hall, the platform" in prompts[0]
+    )
     assert "1. " in prompts[-1]  # later prompts list the numbered memories recall returned
     assert k.backend.stats()["records"] > 0
 
@@ -88,16 +115,23 @@ def test_the_llm_policy_against_the_fake_server_with_varied_answers(fake_url, em
     import urllib.request
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    varied = [{"content": json.dumps({"action": "say", "text": "The ghost walks upon the platform tonight.", "to": ["Horatio"]})},
-              {"content": "I cannot answer that."},
-              {"content": ""},
-              {"content": '{"action": "move", "place": "the platform"}'},
-              {"status": 500},
-              {"content": '{"action": "ponder", "text": "What did Hamlet say?"}'},
-              {"content": "{garbled"},
-              {"content": '{"action": "say", "text": "!!!"}'}]
-    req = urllib.request.Request(fake_url + "/_script", json.dumps({"actions": varied}).encode(),
-                                 {"Content-Type": "application/json"})
+    varied = [
+        {
+            "content": json.dumps(
+                {"action": "say", "text": "The ghost walks upon the platform tonight.", "to": ["Horatio"]}
+            )
+        },
+        {"content": "I cannot answer that."},
+        {"content": ""},
+        {"content": '{"action": "move", "place": "the platform"}'},
+        {"status": 500},
+        {"content": '{"action": "ponder", "text": "What did Hamlet say?"}'},
+        {"content": "{garbled"},
+        {"content": '{"action": "say", "text": "!!!"}'},
+    ]
+    req = urllib.request.Request(
+        fake_url + "/_script", json.dumps({"actions": varied}).encode(), {"Content-Type": "application/json"}
+    )
     urllib.request.urlopen(req, timeout=10).read()
     complete = openai_complete("fake-model", base_url=fake_url + "/v1", api_key="test")
     complete.__self__.backoff = 0.01  # type: ignore[attr-defined]

@@ -4,20 +4,42 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
-
 from agentsensus.sim.kernel import RoundLog
 from agentsensus.sim.metrics import People, latency_bins, name_loss, percentile
 from agentsensus.sim.runner import run
 from agentsensus.sim.simulate_cli import cli_main
 
 BASELINES = ("generative_agents", "g_memory", "collaborative")
-KEYS = {"sediment", "sim", "total", "shared", "three_plus", "max_owners", "linked", "remember_ms_p50",
-        "recall_ms_p50", "remember_ms_p95", "recall_ms_p95", "expanded_frac", "linked_per_expanding_call",
-        "growth", "latency_bins", "shared_pct", "linked_pct", "sim_shared_pct", "sim_linked_pct", "grounding",
-        "actions", "hits", "expansion_rows", "amplification", "owned", "sim_pointed_pct"}
+KEYS = {
+    "sediment",
+    "sim",
+    "total",
+    "shared",
+    "three_plus",
+    "max_owners",
+    "linked",
+    "remember_ms_p50",
+    "recall_ms_p50",
+    "remember_ms_p95",
+    "recall_ms_p95",
+    "expanded_frac",
+    "linked_per_expanding_call",
+    "growth",
+    "latency_bins",
+    "shared_pct",
+    "linked_pct",
+    "sim_shared_pct",
+    "sim_linked_pct",
+    "grounding",
+    "actions",
+    "hits",
+    "expansion_rows",
+    "amplification",
+    "owned",
+    "sim_pointed_pct",
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +64,11 @@ def test_percentiles_bins_and_name_loss() -> None:
             self.kept, self.discarded = kept, discarded
 
     got = name_loss([M('I told them: "x"', 'Hamlet told us: "x"'), M("Hamlet wept.", "Hamlet wept sorely.")], people)
-    assert got["fraction"] == 0.5 and got["lost_name"] == 1 and got["discarded_chars"] == len('Hamlet told us: "x"') + len("Hamlet wept sorely.")
+    assert (
+        got["fraction"] == 0.5
+        and got["lost_name"] == 1
+        and got["discarded_chars"] == len('Hamlet told us: "x"') + len("Hamlet wept sorely.")
+    )
 
 
 def test_consensus_is_smallest_and_only_consensus_shares(tiny_run) -> None:  # type: ignore[no-untyped-def]
@@ -83,8 +109,20 @@ def test_metrics_json_and_a_self_contained_report(tiny_run) -> None:  # type: ig
     m, out = tiny_run
     on_disk = json.loads((out / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(m))
-    assert set(m) >= {"world", "rounds", "backends", "ablation", "horizon", "cache", "policy", "judge", "seed",
-                      "variation", "embedder", "source_events"}
+    assert set(m) >= {
+        "world",
+        "rounds",
+        "backends",
+        "ablation",
+        "horizon",
+        "cache",
+        "policy",
+        "judge",
+        "seed",
+        "variation",
+        "embedder",
+        "source_events",
+    }
     assert m["world"] == "The Tiny Tragedy" and m["rounds"] == 40
     for name, b in m["backends"].items():
         assert KEYS <= set(b), name
@@ -99,14 +137,37 @@ def test_metrics_json_and_a_self_contained_report(tiny_run) -> None:  # type: ig
 
 def test_cli_runs_lists_and_validates(tmp_path, tiny_file, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "rep"
-    code = cli_main(["--world", str(tiny_file), "--rounds", "3", "--backends", "g_memory,collaborative",
-                     "--out", str(out), "--quiet", "--quick", "--seed", "3", "--cache", "fifo", "--variation", "0.2"])
+    code = cli_main(
+        [
+            "--world",
+            str(tiny_file),
+            "--rounds",
+            "3",
+            "--backends",
+            "g_memory,collaborative",
+            "--out",
+            str(out),
+            "--quiet",
+            "--quick",
+            "--seed",
+            "3",
+            "--cache",
+            "fifo",
+            "--variation",
+            "0.2",
+        ]
+    )
     assert code == 0 and (out / "report.html").exists()
     m = json.loads((out / "metrics.json").read_text())
     assert list(m["backends"]) == ["g_memory", "collaborative"] and (m["seed"], m["variation"]) == (3, 0.2)
     assert cli_main(["--list-worlds"]) == 0 and "hamlet" in capsys.readouterr().out.split()
-    for bad in (["--backends", "nonsense"], ["--world", "no-such-play-anywhere"], ["--rounds", "0"],
-                ["--variation", "2"], ["--policy", "llm"]):
+    for bad in (
+        ["--backends", "nonsense"],
+        ["--world", "no-such-play-anywhere"],
+        ["--rounds", "0"],
+        ["--variation", "2"],
+        ["--policy", "llm"],
+    ):
         assert cli_main(bad + ["--out", str(out)]) == 2, bad
         err = capsys.readouterr().err.strip()
         assert err.startswith("agentsensus simulate: ") and "\n" not in err and "Traceback" not in err

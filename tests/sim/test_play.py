@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agentsensus.sim.play import display_name, parse_play
 from agentsensus.sim.plays import find_play, list_plays, load_play
 
@@ -15,13 +14,25 @@ def beats_of(play, kind):  # type: ignore[no-untyped-def]
 def test_title_scenes_and_places(tiny_play) -> None:  # type: ignore[no-untyped-def]
     assert tiny_play.title == "The Tiny Tragedy"
     assert [s.place for s in tiny_play.scenes] == [
-        "Elsinore, a platform before the castle", "A room of state in the castle", "A hall in the castle"]
+        "Elsinore, a platform before the castle",
+        "A room of state in the castle",
+        "A hall in the castle",
+    ]
     assert tiny_play.scenes[0].act == "ACT I"
 
 
 def test_cast_is_the_speakers_with_display_names(tiny_play) -> None:  # type: ignore[no-untyped-def]
-    assert tiny_play.cast == ["Bernardo", "Francisco", "Horatio", "Marcellus", "King Claudius",
-                              "Lord Polonius", "Hamlet", "Queen Gertrude", "Laertes"]
+    assert tiny_play.cast == [
+        "Bernardo",
+        "Francisco",
+        "Horatio",
+        "Marcellus",
+        "King Claudius",
+        "Lord Polonius",
+        "Hamlet",
+        "Queen Gertrude",
+        "Laertes",
+    ]
     assert display_name("LORD POLONIUS") == "Lord Polonius"
     assert display_name("First Clown") == "First Clown"
 
@@ -52,8 +63,10 @@ def test_asides_and_addressees(tiny_play) -> None:  # type: ignore[no-untyped-de
 
 def test_speech_continues_after_a_direction(tiny_play) -> None:  # type: ignore[no-untyped-def]
     says = [b for b in beats_of(tiny_play, "say") if b.actors == ("Hamlet",)]
-    assert [b.text for b in says][1:3] == ["O, that this too too solid flesh would melt.",
-                                           "Horatio, or I do forget myself entirely!"]
+    assert [b.text for b in says][1:3] == [
+        "O, that this too too solid flesh would melt.",
+        "Horatio, or I do forget myself entirely!",
+    ]
 
 
 def test_multiline_speech_is_joined(tiny_play) -> None:  # type: ignore[no-untyped-def]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from agentsensus.sim.account_judge import AccountJudge
 from agentsensus.sim.collaborative import CollaborativeBackend
 from agentsensus.sim.consensus import ConsensusBackend

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from agentsensus.sim.consensus import ConsensusBackend
 
 
@@ -56,8 +55,7 @@ def _metrics(out: Path) -> dict[str, Any]:
 
     def strip(d: Any) -> Any:
         if isinstance(d, dict):
-            return {k: strip(v) for k, v in d.items()
-                    if k != "seconds" and "_ms" not in k and k != "latency_bins"}
+            return {k: strip(v) for k, v in d.items() if k != "seconds" and "_ms" not in k and k != "latency_bins"}
         if isinstance(d, list):
             return [strip(v) for v in d]
         return d
@@ -72,9 +70,23 @@ def test_two_processes_with_other_hash_seeds_write_the_same_metrics(tmp_path) ->
     for hash_seed in ("0", "1"):
         out = tmp_path / f"run-{hash_seed}"
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-        cmd = [sys.executable, "-c", "from agentsensus.cli import main; raise SystemExit(main())",
-               "simulate", "--backends", "consensus", "--rounds", "15", "--quick", "--no-ablation",
-               "--seed", "3", "--quiet", "--out", str(out)]
+        cmd = [
+            sys.executable,
+            "-c",
+            "from agentsensus.cli import main; raise SystemExit(main())",
+            "simulate",
+            "--backends",
+            "consensus",
+            "--rounds",
+            "15",
+            "--quick",
+            "--no-ablation",
+            "--seed",
+            "3",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         outs.append(out)
     for p in procs:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from agentsensus.sim.stm import ActionCache, CacheEntry, GoalStack, ShortTermMemory, StatusRegister
 from hypothesis import given
 from hypothesis import strategies as st
-
-from agentsensus.sim.stm import ActionCache, CacheEntry, GoalStack, ShortTermMemory, StatusRegister
 
 
 def unit(i: int, dim: int = 4) -> np.ndarray:

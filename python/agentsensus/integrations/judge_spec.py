@@ -23,7 +23,13 @@ _THRESHOLD = re.compile(r"threshold\((?P<x>[^()]+)\)")
 # An LLM judge's spec holds model and endpoint only: every other option must
 # be at the default that judges.llm gives, or the reloaded judge would differ.
 _LLM_DEFAULTS: dict[str, Any] = {"answer_retries": 2, "on_error": "no_match", "json_mode": True, "max_tokens": None}
-_CLIENT_DEFAULTS: dict[str, Any] = {"timeout": 60.0, "retries": 3, "temperature": 0.0, "max_tokens": None, "options": {}}
+_CLIENT_DEFAULTS: dict[str, Any] = {
+    "timeout": 60.0,
+    "retries": 3,
+    "temperature": 0.0,
+    "max_tokens": None,
+    "options": {},
+}
 
 
 def judge_spec(judge: Any) -> str:

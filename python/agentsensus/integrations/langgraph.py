@@ -391,9 +391,13 @@ def _check_index(index: Optional[Mapping[str, Any]]) -> Optional[ConsensusIndexC
         raise TypeError(f"index must be a dict (LangGraph's IndexConfig), got {type(index).__name__}")
     unknown = sorted(set(index) - set(_INDEX_KEYS))
     if unknown:
-        raise ValueError(f"index option(s) {unknown} are not supported by ConsensusStore (it takes {list(_INDEX_KEYS)})")
+        raise ValueError(
+            f"index option(s) {unknown} are not supported by ConsensusStore (it takes {list(_INDEX_KEYS)})"
+        )
     if index.get("embed") is None:
-        raise ValueError("index needs 'embed': a LangChain Embeddings, an embedding function or an agentsensus embedder")
+        raise ValueError(
+            "index needs 'embed': a LangChain Embeddings, an embedding function or an agentsensus embedder"
+        )
     distance = index.get("distance_type")
     if distance is not None and distance not in _METRICS:
         raise ValueError(f"distance_type must be one of {sorted(_METRICS)}, got {distance!r}")

@@ -150,7 +150,9 @@ class ItemTable:
     def in_use(self, owner: str, record: int) -> bool:
         """Whether any item of ``owner`` still has a text in ``record``."""
         with self._lock:
-            r = self._db.execute("SELECT 1 FROM texts WHERE owner = ? AND record = ? LIMIT 1", (owner, record)).fetchone()
+            r = self._db.execute(
+                "SELECT 1 FROM texts WHERE owner = ? AND record = ? LIMIT 1", (owner, record)
+            ).fetchone()
         return r is not None
 
     def write(

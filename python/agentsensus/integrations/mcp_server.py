@@ -98,7 +98,10 @@ class _Tools:
 
     def check_plan(self, key: str, scope: Optional[list[str]] = None) -> dict[str, Any]:
         c = self.store.fence.check(key, scope=scope)
-        stale = [{"key": s.key, "owner": s.owner, "recorded": s.recorded, "head": s.head, "reason": s.reason} for s in c.stale]
+        stale = [
+            {"key": s.key, "owner": s.owner, "recorded": s.recorded, "head": s.head, "reason": s.reason}
+            for s in c.stale
+        ]
         return {"current": c.current, "stale": stale, "owners_asked": c.owners_asked}
 
 
@@ -123,27 +126,54 @@ def build_server(store: Store, embed: Embed, *, owner: Optional[str] = None, nam
         server.add_tool(_told(fn), name=name, description=doc, annotations=hints)
 
     tools: dict[str, Callable[..., Any]] = (
-        {"remember": t.remember, "recall": t.recall, "list_memories": t.list_memories, "forget": t.forget,
-         "publish": t.publish, "derive": t.derive}
+        {
+            "remember": t.remember,
+            "recall": t.recall,
+            "list_memories": t.list_memories,
+            "forget": t.forget,
+            "publish": t.publish,
+            "derive": t.derive,
+        }
         if owner is None
         else _fixed_owner(t, owner)
     )
     who = "the owner" if owner is None else repr(owner)
-    add(tools["remember"], "remember", f"Stores statements (short facts) as {who}. A statement that states a fact "
+    add(
+        tools["remember"],
+        "remember",
+        f"Stores statements (short facts) as {who}. A statement that states a fact "
         "already stored merges into that record, which gains the owner. Returns each statement's record id and "
-        "whether it merged.")
-    add(tools["recall"], "recall", f"The k records {who} owns nearest the query text, best first, with their owners and "
-        "scores; with expand, also the records one affiliation edge away.", reads=True)
+        "whether it merged.",
+    )
+    add(
+        tools["recall"],
+        "recall",
+        f"The k records {who} owns nearest the query text, best first, with their owners and "
+        "scores; with expand, also the records one affiliation edge away.",
+        reads=True,
+    )
     add(t.get, "get", "One record by id: its text, owners and round.", reads=True)
     add(tools["list_memories"], "list_memories", f"Every record {who} owns, oldest first.", reads=True)
     add(tools["forget"], "forget", f"Record id is forgotten by {who}; records other owners hold stay theirs.")
     add(t.stats, "stats", "The store's counts: records, deposits, merges, shared records, owners.", reads=True)
-    add(tools["publish"], "publish", f"Planfence: a new version of base input key (owned by {who}) with this value; "
-        "returns the version.")
-    add(tools["derive"], "derive", f"Planfence: a new version of derived item key (a plan, owned by {who}) made from the "
-        "exact input versions given (key -> version); returns the version.")
-    add(t.check_plan, "check_plan", "Planfence: is plan key current? Walks its links to the inputs it was derived "
-        "from and reports each input that moved since (stale), optionally cut to scope.", reads=True)
+    add(
+        tools["publish"],
+        "publish",
+        f"Planfence: a new version of base input key (owned by {who}) with this value; returns the version.",
+    )
+    add(
+        tools["derive"],
+        "derive",
+        f"Planfence: a new version of derived item key (a plan, owned by {who}) made from the "
+        "exact input versions given (key -> version); returns the version.",
+    )
+    add(
+        t.check_plan,
+        "check_plan",
+        "Planfence: is plan key current? Walks its links to the inputs it was derived "
+        "from and reports each input that moved since (stale), optionally cut to scope.",
+        reads=True,
+    )
     return server
 
 
@@ -168,8 +198,14 @@ def _fixed_owner(t: _Tools, owner: str) -> dict[str, Callable[..., Any]]:
     def derive(key: str, value: str, inputs: dict[str, int]) -> dict[str, Any]:
         return t.derive(key, owner, value, inputs)
 
-    return {"remember": remember, "recall": recall, "list_memories": list_memories, "forget": forget,
-            "publish": publish, "derive": derive}
+    return {
+        "remember": remember,
+        "recall": recall,
+        "list_memories": list_memories,
+        "forget": forget,
+        "publish": publish,
+        "derive": derive,
+    }
 
 
 def _told(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -194,9 +230,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("path", help="the store's directory (created when missing)")
     p.add_argument("--owner", help="fix the owner of every tool (the tools then take no owner argument)")
-    p.add_argument("--embedder", default="hash",
-                   help="hash (default), minilm, sentence_transformers:NAME or openai:MODEL; "
-                   "the one the store was written with")
+    p.add_argument(
+        "--embedder",
+        default="hash",
+        help="hash (default), minilm, sentence_transformers:NAME or openai:MODEL; the one the store was written with",
+    )
     p.add_argument("--judge", default="exact", help="exact (default), never, threshold:X or llm:MODEL@URL")
     p.add_argument("--min-similarity", type=float, default=0.75, help="the least score of a judge's candidate")
     p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
@@ -221,8 +259,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("agentsensus mcp: needs the mcp package: pip install 'agentsensus[mcp]'", file=sys.stderr)
         return 2
     try:
-        store = Store(args.path, dim=getattr(embed, "dim", None), embed=embed, judge=judge,
-                      min_similarity=args.min_similarity)
+        store = Store(
+            args.path, dim=getattr(embed, "dim", None), embed=embed, judge=judge, min_similarity=args.min_similarity
+        )
     except (ValueError, TypeError, OSError, ImportError) as e:
         print(f"agentsensus mcp: {e}", file=sys.stderr)
         return 2

@@ -61,17 +61,27 @@ class Exported:
 def _key_row(store: "Store", key: str) -> dict[str, Any]:
     fence = store.fence
     versions = [
-        {"version": int(v), "kind": kind.name, "digest": digest.hex(),
-         "value_b64": base64.b64encode(value).decode("ascii"),
-         **({"inputs": [[k, int(iv)] for k, iv in inputs]} if kind is _core.LineageKind.derive else {})}
+        {
+            "version": int(v),
+            "kind": kind.name,
+            "digest": digest.hex(),
+            "value_b64": base64.b64encode(value).decode("ascii"),
+            **({"inputs": [[k, int(iv)] for k, iv in inputs]} if kind is _core.LineageKind.derive else {}),
+        }
         for v, kind, digest, value, inputs in store._handles().lineage.versions(key)
     ]
     frontier = [
         {"key": link.key, "owner": link.owner, "version": link.version, "digest": link.digest.hex()}
         for link in fence.frontier(key)
     ]
-    return {"type": "key", "key": key, "owner": fence.owner(key), "head": fence.head(key), "versions": versions,
-            "frontier": frontier}
+    return {
+        "type": "key",
+        "key": key,
+        "owner": fence.owner(key),
+        "head": fence.head(key),
+        "versions": versions,
+        "frontier": frontier,
+    }
 
 
 def _b64_f32(vec: Any) -> str:
@@ -86,12 +96,27 @@ def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
         if not rows:
             return
         for (rid, text, owners, rnd, deposit, edges, digests, said), vec in zip(rows, vectors):
-            yield {"type": "record", "id": rid, "text": text, "owners": sorted(owners), "round": rnd,
-                   "deposit": deposit, "edges": list(edges), "digests": [d.hex() for d in digests],
-                   "vector": _b64_f32(vec),
-                   "said": [{"n": n, "owner": o, "round": r, "text": t,
-                             **({"vector": _b64_f32(np.frombuffer(vb, dtype=np.float32))} if vb else {})}
-                            for n, o, r, t, vb in said]}
+            yield {
+                "type": "record",
+                "id": rid,
+                "text": text,
+                "owners": sorted(owners),
+                "round": rnd,
+                "deposit": deposit,
+                "edges": list(edges),
+                "digests": [d.hex() for d in digests],
+                "vector": _b64_f32(vec),
+                "said": [
+                    {
+                        "n": n,
+                        "owner": o,
+                        "round": r,
+                        "text": t,
+                        **({"vector": _b64_f32(np.frombuffer(vb, dtype=np.float32))} if vb else {}),
+                    }
+                    for n, o, r, t, vb in said
+                ],
+            }
         after = rows[-1][0]
 
 
@@ -103,8 +128,15 @@ def _merge_rows(store: "Store") -> Iterator[dict[str, Any]]:
         if not page:
             return
         for seq, survivor, kept, discarded, owner, rnd in page:
-            yield {"type": "merge", "seq": seq, "survivor": survivor, "kept": kept, "discarded": discarded,
-                   "owner": owner, "round": rnd}
+            yield {
+                "type": "merge",
+                "seq": seq,
+                "survivor": survivor,
+                "kept": kept,
+                "discarded": discarded,
+                "owner": owner,
+                "round": rnd,
+            }
         after = page[-1][0]
 
 
@@ -112,10 +144,16 @@ def export_rows(store: "Store") -> Iterator[dict[str, Any]]:
     """The export of ``store`` as dicts, one per line, in the order above."""
     engine = store._handles().engine
     next_id, next_merge, deposits = engine.counters()
-    yield {"type": "store", "format": FORMAT, "version": __version__, "dim": store.dim, "metric": store.metric,
-           "stats": asdict(store.stats()),
-           "counters": {"next_id": next_id, "next_merge": next_merge, "deposits": deposits},
-           "agents": list(engine.owner_names())}
+    yield {
+        "type": "store",
+        "format": FORMAT,
+        "version": __version__,
+        "dim": store.dim,
+        "metric": store.metric,
+        "stats": asdict(store.stats()),
+        "counters": {"next_id": next_id, "next_merge": next_merge, "deposits": deposits},
+        "agents": list(engine.owner_names()),
+    }
     yield from _record_rows(store)
     yield from _merge_rows(store)
     for key in store.fence.keys():

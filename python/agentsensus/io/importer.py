@@ -24,9 +24,9 @@ import numpy as np
 
 from .. import _core
 from ..errors import Error
+from ..planfence.fence import value_digest
 from .export import FORMAT
 from .leftovers import PREFIX, hold, release, remove_abandoned_imports
-from ..planfence.fence import value_digest
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -86,8 +86,9 @@ def _hex(v: Any, what: str) -> bytes:
 class _Loader:
     """Streams the lines into an open store, one engine batch at a time."""
 
-    def __init__(self, store: "Store", header: dict[str, Any], batch: int,
-                 progress: Optional[Callable[[int, int], None]]) -> None:
+    def __init__(
+        self, store: "Store", header: dict[str, Any], batch: int, progress: Optional[Callable[[int, int], None]]
+    ) -> None:
         self.store = store
         self.engine, self.lineage = store._handles()
         self.dim = store.dim
@@ -160,8 +161,9 @@ class _Loader:
                     raise _Bad(f"a 'said' vector holds {len(vec)} bytes, not {4 * self.dim}")
                 vec = np.frombuffer(vec, dtype="<f4").astype(np.float32).tobytes()
             said.append((_uint(st, "n"), _get(st, "owner", str), _uint(st, "round"), _get(st, "text", str), vec))
-        self.rows.append((rid, _get(row, "text", str), owners, _uint(row, "round"), _uint(row, "deposit"), edges,
-                          digests, said))
+        self.rows.append(
+            (rid, _get(row, "text", str), owners, _uint(row, "round"), _uint(row, "deposit"), edges, digests, said)
+        )
         self.vectors.append(np.frombuffer(raw, dtype="<f4").astype(np.float32))
         if len(self.rows) >= self.batch:
             self._flush()
@@ -171,8 +173,16 @@ class _Loader:
         if seq <= self.last_seq:
             raise _Bad(f"merge {seq} comes after merge {self.last_seq}: seqs must ascend")
         self.last_seq = seq
-        self.merges.append((seq, _uint(row, "survivor"), _get(row, "kept", str),
-                            _get(row, "discarded", str), _get(row, "owner", str), _uint(row, "round")))
+        self.merges.append(
+            (
+                seq,
+                _uint(row, "survivor"),
+                _get(row, "kept", str),
+                _get(row, "discarded", str),
+                _get(row, "owner", str),
+                _uint(row, "round"),
+            )
+        )
         if len(self.merges) >= self.batch:
             self._flush()
 
@@ -203,8 +213,13 @@ class _Loader:
                     raise _Bad(f"key {key!r} version {version}: the digest does not match the value")
                 inputs = []
                 for pair in v.get("inputs", []) if kind == "derive" else []:
-                    if (not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str)
-                            or not isinstance(pair[1], int) or isinstance(pair[1], bool)):
+                    if (
+                        not isinstance(pair, list)
+                        or len(pair) != 2
+                        or not isinstance(pair[0], str)
+                        or not isinstance(pair[1], int)
+                        or isinstance(pair[1], bool)
+                    ):
                         raise _Bad(f"key {key!r} version {version}: an input must be [key, version]")
                     inputs.append((pair[0], pair[1]))
                 node = (key, version)
@@ -242,7 +257,7 @@ class _Loader:
         order = self._lineage_ops()
         for i in range(0, len(order), _LINEAGE_BATCH):
             try:
-                self.lineage.apply(order[i:i + _LINEAGE_BATCH], True)
+                self.lineage.apply(order[i : i + _LINEAGE_BATCH], True)
             except (ValueError, KeyError, Error) as e:
                 raise _Bad(f"in the lineage: {e}") from None
         for key, (owner, head, _versions) in self.keys.items():
@@ -258,7 +273,7 @@ def _parse(n: int, line: str) -> dict[str, Any]:
     except json.JSONDecodeError as e:
         raise ValueError(f"line {n}: not JSON: {e}") from None
     if not isinstance(row, dict) or not isinstance(row.get("type"), str):
-        raise ValueError(f"line {n}: not an object with a \"type\"")
+        raise ValueError(f'line {n}: not an object with a "type"')
     return row
 
 
@@ -268,14 +283,16 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
     it = iter(enumerate(lines, 1))
     first = next(it, None)
     if first is None:
-        raise ValueError("the export is empty (line 1 must be the \"store\" line)")
+        raise ValueError('the export is empty (line 1 must be the "store" line)')
     header = _parse(*first)
     if header["type"] != "store":
-        raise ValueError("line 1: the first line must be the \"store\" line")
+        raise ValueError('line 1: the first line must be the "store" line')
     fmt = header.get("format")
     if fmt not in (2, FORMAT) or isinstance(fmt, bool):
-        raise ValueError(f"line 1: export format {fmt!r}; this version imports formats 2 and {FORMAT} "
-                         f"(format 1 has no vectors: export the store again with this version)")
+        raise ValueError(
+            f"line 1: export format {fmt!r}; this version imports formats 2 and {FORMAT} "
+            f"(format 1 has no vectors: export the store again with this version)"
+        )
     try:
         dim, metric = _uint(header, "dim"), _get(header, "metric", str)
         with Store(tmp, dim=dim, metric=metric, judge=None) as store:
@@ -286,11 +303,15 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
                     continue
                 loader.line = n
                 row = _parse(n, line)
-                kind = ("record", "merge", "key").index(row["type"]) if row["type"] in ("record", "merge", "key") else -1
+                kind = (
+                    ("record", "merge", "key").index(row["type"]) if row["type"] in ("record", "merge", "key") else -1
+                )
                 if kind < 0:
                     raise ValueError(f"line {n}: unknown type {row['type']!r}")
                 if kind < phase:
-                    raise ValueError(f"line {n}: a {row['type']} line after the {('record', 'merge', 'key')[phase]} lines")
+                    raise ValueError(
+                        f"line {n}: a {row['type']} line after the {('record', 'merge', 'key')[phase]} lines"
+                    )
                 if kind < 2 and loader.first_line is None:
                     loader.first_line = n
                 phase = kind
@@ -317,8 +338,13 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
         raise ValueError(f"line 1: {e}") from None
 
 
-def import_jsonl(lines: Iterable[str], path: Union[str, "os.PathLike[str]"], *, batch: int = 4096,
-                 progress: Optional[Callable[[int, int], None]] = None) -> Imported:
+def import_jsonl(
+    lines: Iterable[str],
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    batch: int = 4096,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> Imported:
     """Builds a new store at ``path`` from the lines of an export (a text
     file or any iterable of lines) and returns the counts.
 

@@ -202,9 +202,7 @@ class LLMClient:
                 from openai import OpenAI
 
                 # max_retries=0: the retry loop is ours, so every attempt is counted.
-                self._sync = OpenAI(
-                    base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=0
-                )
+                self._sync = OpenAI(base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=0)
             return self._sync
 
     def _aclient(self) -> "AsyncOpenAI":

@@ -28,7 +28,9 @@ class OpenAIEmbedder:
     """
 
     def __init__(self, client: "LLMClient", *, dimensions: Optional[int] = None, batch_size: int = 256) -> None:
-        if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions <= 0):
+        if dimensions is not None and (
+            isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions <= 0
+        ):
             raise ValueError(f"dimensions must be a positive int, got {dimensions!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")

@@ -246,7 +246,9 @@ class LLMJudge:
             verdicts = parse_verdicts(reply.text, asked)
         except MalformedAnswer as e:
             self._count(malformed=1)
-            log.warning("%s: malformed answer (try %d of %d): %s", self.__name__, attempt + 1, self.answer_retries + 1, e)
+            log.warning(
+                "%s: malformed answer (try %d of %d): %s", self.__name__, attempt + 1, self.answer_retries + 1, e
+            )
             return None
         self._remember(asked, verdicts)
         self._count(merges=sum(v is not None for v in verdicts))

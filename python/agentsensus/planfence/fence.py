@@ -399,7 +399,7 @@ class Fence:
                 errors[owner] = f"heads({owner!r}, ...) returned {type(reply).__name__}, not a mapping"
                 return None
             pairs: list[tuple[int, bool]] = []
-            for k, version, digest in links:
+            for k, _version, digest in links:
                 h = reply.get(k)
                 same = False
                 if isinstance(h, tuple) and len(h) == 2:

@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import hmac
 import ipaddress
-import os
 import re
 import secrets
 import signal
@@ -382,7 +381,9 @@ class HeadsServer:
         if why is not None:  # unauthenticated or replayed: one answer for both
             _refuse(401, _UNAUTHENTICATED, close=True)
 
-    def _sealed(self, op: bytes, owner: str, nonce: bytes, digest: bytes, version: bytes, body: bytes) -> dict[str, str]:
+    def _sealed(
+        self, op: bytes, owner: str, nonce: bytes, digest: bytes, version: bytes, body: bytes
+    ) -> dict[str, str]:
         if self._keys is None:
             return {}
         return {auth.H_MAC: auth.answer_mac(self._keys, op, owner, nonce, digest, version, body).hex()}
@@ -673,7 +674,15 @@ class HeadsClient:
         return headers
 
     def _verify(
-        self, r: "aiohttp.ClientResponse", owner: str, url: str, op: bytes, nonce: bytes, payload: bytes, version: bytes, body: bytes
+        self,
+        r: "aiohttp.ClientResponse",
+        owner: str,
+        url: str,
+        op: bytes,
+        nonce: bytes,
+        payload: bytes,
+        version: bytes,
+        body: bytes,
     ) -> None:
         keys = self._keys.get(owner)
         if keys is None:

@@ -131,7 +131,9 @@ def sign_request(
     return {H_TIME: t, H_DIGEST: d.hex(), H_MAC: m.hex()}
 
 
-def answer_mac(keys: Keys, op: bytes, owner: str, nonce: bytes, payload_digest: bytes, version: bytes, body: bytes) -> bytes:
+def answer_mac(
+    keys: Keys, op: bytes, owner: str, nonce: bytes, payload_digest: bytes, version: bytes, body: bytes
+) -> bytes:
     """The MAC that binds an answer to its request."""
     return mac(keys.answer, op, utf8(owner), nonce, payload_digest, version, body)
 

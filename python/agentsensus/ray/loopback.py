@@ -33,7 +33,6 @@ def loopback_env(token: Optional[str] = None) -> dict[str, str]:
     }
     os.environ.update(env)
     import ray._private.ray_constants as constants
-
     from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
 
     # Ray read these at import: make this process see them too (read at
@@ -55,7 +54,10 @@ def local_cluster(
     """A ``ray.cluster_utils.Cluster`` of ``len(nodes)`` nodes on 127.0.0.1
     (``nodes[i]``: node i's custom resources), with this process connected
     as its driver; shut down on exit, whatever happened inside."""
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_USAGE_STATS_ENABLED")}
+    saved = {
+        k: os.environ.get(k)
+        for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_USAGE_STATS_ENABLED")
+    }
     loopback_env()
     import ray
     from ray.cluster_utils import Cluster
@@ -75,7 +77,10 @@ def local_cluster(
     try:
         for res in nodes[1:]:
             cluster.add_node(
-                node_ip_address=LOOPBACK, num_cpus=num_cpus, object_store_memory=object_store_memory, resources=dict(res)
+                node_ip_address=LOOPBACK,
+                num_cpus=num_cpus,
+                object_store_memory=object_store_memory,
+                resources=dict(res),
             )
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, _node_ip_address=LOOPBACK, logging_level="WARNING", log_to_driver=False)

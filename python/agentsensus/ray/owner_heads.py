@@ -42,7 +42,9 @@ class RayHeadsClient:
         self.timeout = float(timeout)
 
     @classmethod
-    def named(cls, owners: Iterable[str], *, namespace: Optional[str] = None, timeout: float = 10.0) -> "RayHeadsClient":
+    def named(
+        cls, owners: Iterable[str], *, namespace: Optional[str] = None, timeout: float = 10.0
+    ) -> "RayHeadsClient":
         """The actors registered as ``owner_actor_name(owner)``; an owner
         whose actor cannot be found is left out (its checks are not current)."""
         found: dict[str, Any] = {}

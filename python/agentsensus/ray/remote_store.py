@@ -55,7 +55,9 @@ def _died(e: BaseException, what: str) -> Error:
     not open) says why in the last line of Ray's report: keep that line."""
     if getattr(e, "actor_init_failed", False):
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-        why = next((ln for ln in reversed(lines) if ": " in ln and ln.split(":")[0].isidentifier()), lines[-1] if lines else "")
+        why = next(
+            (ln for ln in reversed(lines) if ": " in ln and ln.split(":")[0].isidentifier()), lines[-1] if lines else ""
+        )
         return Error(f"{what} could not open: {why}")
     return Error(f"{what} is unavailable: its actor died ({type(e).__name__})")
 

@@ -30,7 +30,6 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
-
 from ..errors import Error
 from ..records import Deposit, Memory, Merge, Stats
 from .remote_store import unwrap

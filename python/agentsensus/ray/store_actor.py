@@ -133,8 +133,14 @@ class StoreActor:
     def info(self) -> dict[str, Any]:
         s = self._store
         return {
-            "path": s.path, "dim": s.dim, "metric": s.metric, "readonly": s.readonly, "closed": s.closed,
-            "candidates": s.candidates, "min_similarity": s.min_similarity, "pid": os.getpid(),
+            "path": s.path,
+            "dim": s.dim,
+            "metric": s.metric,
+            "readonly": s.readonly,
+            "closed": s.closed,
+            "candidates": s.candidates,
+            "min_similarity": s.min_similarity,
+            "pid": os.getpid(),
             "node": ray.get_runtime_context().get_node_id(),
         }
 
@@ -147,7 +153,9 @@ class StoreActor:
         return [self._store.recall(owner, q, k=k, expand=expand) for owner, q in queries]
 
     @_read
-    def recall_hits(self, queries: list[tuple[str, Any]], k: int, expand: bool) -> list[tuple[list[Memory], list[list[Memory]]]]:
+    def recall_hits(
+        self, queries: list[tuple[str, Any]], k: int, expand: bool
+    ) -> list[tuple[list[Memory], list[list[Memory]]]]:
         """For a sharded recall: each query's k hits and, per hit, every
         neighbor the owner owns (ascending id), so the caller can merge hits
         over shards first and expand after, as one store would."""

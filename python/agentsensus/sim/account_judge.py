@@ -40,8 +40,18 @@ from .words import content_words
 __all__ = ["AccountJudge", "account_judge", "ContentJudge", "content_judge"]
 
 #: Words that make two otherwise alike reports different facts (stems, both ways).
-OPPOSED = {("enter", "exit"), ("come", "go"), ("live", "die"), ("give", "take"), ("open", "close"),
-           ("yes", "no"), ("win", "lose"), ("love", "hate"), ("arrive", "leave"), ("up", "down")}
+OPPOSED = {
+    ("enter", "exit"),
+    ("come", "go"),
+    ("live", "die"),
+    ("give", "take"),
+    ("open", "close"),
+    ("yes", "no"),
+    ("win", "lose"),
+    ("love", "hate"),
+    ("arrive", "leave"),
+    ("up", "down"),
+}
 _OPPOSITE: dict[str, set[str]] = {}
 for _a, _b in OPPOSED:
     _OPPOSITE.setdefault(_a, set()).add(_b)
@@ -65,8 +75,14 @@ class AccountJudge:
     lower id. ``calls`` counts calls, ``requests`` statements judged.
     """
 
-    def __init__(self, threshold: float = 0.7, min_jaccard: float = 0.4, *, use_scores: bool = False,
-                 score_threshold: float = 0.9) -> None:
+    def __init__(
+        self,
+        threshold: float = 0.7,
+        min_jaccard: float = 0.4,
+        *,
+        use_scores: bool = False,
+        score_threshold: float = 0.9,
+    ) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         if not 0.0 <= min_jaccard <= 1.0:

@@ -91,19 +91,27 @@ def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
         who = (names(co) + " and I") if co else "I"
         if not audience:
             to = "ourselves" if co else "myself"
-            frames = [f"{lead}{who} said to {to}: \"{{}}\"", f"\"{{}}\", {who} said to {to}{tail}."]
+            frames = [f'{lead}{who} said to {to}: "{{}}"', f'"{{}}", {who} said to {to}{tail}.']
         else:
             to = names(audience) if len(audience) <= 2 else "them"  # naming a crowd would drown the content
-            frames = [f"{lead}{who} told {to}: \"{{}}\"", f"{lead}{who} said to {to}: \"{{}}\"",
-                      f"\"{{}}\", {who} told {to}{tail}."]
+            frames = [
+                f'{lead}{who} told {to}: "{{}}"',
+                f'{lead}{who} said to {to}: "{{}}"',
+                f'"{{}}", {who} told {to}{tail}.',
+            ]
     elif witness in audience or not event.targets:
         listeners = [w for w in event.witnesses if w not in speakers]
         us = "us" if len(listeners) > 1 else "me"
-        frames = [f"{lead}{said} told {us}: \"{{}}\"", f"\"{{}}\", {said} said to {us}{tail}.",
-                  f"{lead}I heard {said} say: \"{{}}\""]
+        frames = [
+            f'{lead}{said} told {us}: "{{}}"',
+            f'"{{}}", {said} said to {us}{tail}.',
+            f'{lead}I heard {said} say: "{{}}"',
+        ]
     else:
-        frames = [f"{lead}I heard {said} tell {names(event.targets)}: \"{{}}\"",
-                  f"{lead}{said} told {names(event.targets)}, and I overheard: \"{{}}\""]
+        frames = [
+            f'{lead}I heard {said} tell {names(event.targets)}: "{{}}"',
+            f'{lead}{said} told {names(event.targets)}, and I overheard: "{{}}"',
+        ]
     frame = v.pick(rng, frames)
     frame = frame[:1].upper() + frame[1:]
     # A retelling ("In scene 3, Hamlet said: ...", "In round 2, Osric entered the hall.") keeps its
@@ -146,8 +154,11 @@ def _move(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
     else:
         movers = names([v.name(rng, a, others) for a in event.actors])
         seen = [f"I saw {movers} {base} {place}", f"{movers} {verb} {place}", f"I watched {movers} {base} {place}"]
-        frames = [f"{when}, {seen[0]}.", f"{when}, {seen[1]}.", f"{seen[2]}, {when.lower()}."] if when \
+        frames = (
+            [f"{when}, {seen[0]}.", f"{when}, {seen[1]}.", f"{seen[2]}, {when.lower()}."]
+            if when
             else [f"{s}." for s in seen]
+        )
     return [(v.pick(rng, frames), 0)]
 
 

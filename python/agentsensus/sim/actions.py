@@ -67,8 +67,9 @@ def _result(action: Action, world: World) -> str:
     return ""
 
 
-def apply_actions(world: World, actions: list[Action], round: int,
-                  when: str | None = None) -> tuple[list[Event], dict[str, str]]:
+def apply_actions(
+    world: World, actions: list[Action], round: int, when: str | None = None
+) -> tuple[list[Event], dict[str, str]]:
     """Apply one round's actions in barrier order.
 
     Returns the events (with their witnesses, stamped ``when``, by default

@@ -130,7 +130,9 @@ class ScriptedPolicy:
 
     def _action(self, beat: Beat, agent: str) -> Action:
         if beat.kind == "say":
-            return Action("say", agent, beat.text, to=beat.targets, place=self.place, aside=beat.aside, order=beat.index)
+            return Action(
+                "say", agent, beat.text, to=beat.targets, place=self.place, aside=beat.aside, order=beat.index
+            )
         if beat.kind == "enter":
             return Action("move", agent, place=self.place, order=beat.index)
         if beat.kind == "exit":

@@ -18,18 +18,27 @@ from typing import Any, Iterator
 
 __all__ = ["single_blas_thread"]
 
-_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
-            "openblas_set_num_threads")
-_GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads64_",
-            "openblas_get_num_threads")
+_SETTERS = (
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
+_GETTERS = (
+    "scipy_openblas_get_num_threads64_",
+    "scipy_openblas_get_num_threads",
+    "openblas_get_num_threads64_",
+    "openblas_get_num_threads",
+)
 
 
 def _openblas() -> tuple[Any, Any] | None:
     import numpy
 
     root = os.path.dirname(numpy.__file__)
-    for path in glob.glob(os.path.join(root, "..", "numpy.libs", "*openblas*")) + \
-            glob.glob(os.path.join(root, ".dylibs", "*openblas*")):
+    for path in glob.glob(os.path.join(root, "..", "numpy.libs", "*openblas*")) + glob.glob(
+        os.path.join(root, ".dylibs", "*openblas*")
+    ):
         try:
             lib = ctypes.CDLL(path)
         except OSError:

@@ -88,7 +88,9 @@ class CollaborativeBackend:
         out = []
         for h in top_k(sims, k):
             p = int(pos[h])
-            out.append(Recollection(p + 1, self.texts[p], frozenset((self.writers[p],)), self.rounds[p], float(sims[h])))
+            out.append(
+                Recollection(p + 1, self.texts[p], frozenset((self.writers[p],)), self.rounds[p], float(sims[h]))
+            )
         return out
 
     def stats(self) -> dict[str, int]:

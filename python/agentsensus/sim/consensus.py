@@ -61,9 +61,15 @@ class ConsensusBackend:
         # exact_cutoff: a store of at most this many records finds a deposit's candidates (and an
         # owner's recall) by an exact scan, ties to the lower id. The HNSW graph differs from run to
         # run (parallel inserts), so approximate candidates would make a seeded run irreproducible.
-        self._kw: dict[str, Any] = {"dim": dim, "judge": self.judge, "candidates": candidates,
-                                    "min_similarity": min_similarity, "merge_policy": merge_policy, "sync": False,
-                                    "exact_cutoff": EXACT_CUTOFF}
+        self._kw: dict[str, Any] = {
+            "dim": dim,
+            "judge": self.judge,
+            "candidates": candidates,
+            "min_similarity": min_similarity,
+            "merge_policy": merge_policy,
+            "sync": False,
+            "exact_cutoff": EXACT_CUTOFF,
+        }
         self.stores: dict[str, Any] = {}
         self.seen: set[str] = set()  # every owner that deposited
         # The store creates its own directory, not missing parents.

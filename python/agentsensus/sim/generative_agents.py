@@ -26,8 +26,7 @@ __all__ = ["GenerativeAgentsBackend", "default_importance", "default_reflect"]
 # Words that make an observation poignant in a tragedy (a stand-in for the
 # paper's "rate the poignancy 1-10" prompt).
 _GRAVE = frozenset(
-    "death dead die dy murder kill slain poison ghost blood grave revenge sword "
-    "stab wound fall mad madnes".split()
+    "death dead die dy murder kill slain poison ghost blood grave revenge sword stab wound fall mad madnes".split()
 )
 _WARM = frozenset("love heart dear sweet father mother son daughter king queen".split())
 

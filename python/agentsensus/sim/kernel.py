@@ -135,8 +135,9 @@ class Kernel:
         for (_, _, facts), (ids, merged) in zip(accounts, stored or []):
             self.ledger.deposited(facts, ids, merged, log.round)
 
-    def sediment(self, batches: Iterable[Sequence[Event]], on_batch: Callable[[int], None] | None = None,
-                 *, per_call: int = 512) -> RoundLog:
+    def sediment(
+        self, batches: Iterable[Sequence[Event]], on_batch: Callable[[int], None] | None = None, *, per_call: int = 512
+    ) -> RoundLog:
         """Round 0: every batch of source events becomes its witnesses' deposits.
 
         Deposits stay one per witness and batch; up to ``per_call`` of them go
@@ -210,9 +211,16 @@ class Kernel:
             (mems,) = self._recall(agent, [text], log)
             recalled[agent] = mems
             thread = len(world.threads.get(place or "", []))
-            view = AgentView(agent, r, place, [p for p in world.present(place) if p != agent], stm,
-                             [m.text for m in mems], unread=thread - self._read.get(agent, 0) if place else 0,
-                             places=list(world.places))
+            view = AgentView(
+                agent,
+                r,
+                place,
+                [p for p in world.present(place) if p != agent],
+                stm,
+                [m.text for m in mems],
+                unread=thread - self._read.get(agent, 0) if place else 0,
+                places=list(world.places),
+            )
             actions.append(self.policy.decide(agent, view))
         log.actions = actions
         events, results = apply_actions(world, actions, r)

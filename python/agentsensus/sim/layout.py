@@ -21,8 +21,9 @@ def circle_layout(n: int) -> npt.NDArray[np.float64]:
     return np.stack([np.cos(angles), np.sin(angles)], axis=1)
 
 
-def force_layout(n: int, edges: Sequence[tuple[int, int]], *, iterations: int = 150, seed: int = 7,
-                 gravity: float = 0.02) -> npt.NDArray[np.float64]:
+def force_layout(
+    n: int, edges: Sequence[tuple[int, int]], *, iterations: int = 150, seed: int = 7, gravity: float = 0.02
+) -> npt.NDArray[np.float64]:
     """Fruchterman-Reingold positions in [-1, 1]^2 for nodes ``0..n-1``."""
     if n == 0:
         return np.zeros((0, 2))

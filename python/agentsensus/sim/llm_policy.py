@@ -38,7 +38,8 @@ def build_prompt(view: AgentView, world: str = "") -> str:
     places = ", ".join(view.places) or "none known"
     return (
         f"You are {view.agent}, in round {view.round}, at {view.place or 'no place'}"
-        + (f", in the world of {world}" if world else "") + ".\n"
+        + (f", in the world of {world}" if world else "")
+        + ".\n"
         f"Here with you: {', '.join(view.present) or 'nobody'}.\n"
         f"Places: {places}.\n"
         f"Your goals (most urgent first): {goals}\n"
@@ -56,8 +57,9 @@ def _strings(value: Any) -> tuple[str, ...]:
     return tuple(str(t) for t in items if isinstance(t, (str, int, float)) and str(t).strip())
 
 
-def parse_action(agent: str, answer: Any, place: str | None = None, places: list[str] | None = None,
-                 memories: int = 0) -> Action:
+def parse_action(
+    agent: str, answer: Any, place: str | None = None, places: list[str] | None = None, memories: int = 0
+) -> Action:
     """The model's JSON answer as an :class:`Action` (``observe`` when unusable)."""
     m = _JSON.search(answer) if isinstance(answer, str) else None
     try:
@@ -94,8 +96,9 @@ class LLMPolicy:
     it they stand where the source left them.
     """
 
-    def __init__(self, complete: Callable[[str], str], *, start: Mapping[str, str] | None = None,
-                 world: str = "") -> None:
+    def __init__(
+        self, complete: Callable[[str], str], *, start: Mapping[str, str] | None = None, world: str = ""
+    ) -> None:
         self.complete = complete
         self.start = dict(start or {})
         self.world = world
@@ -126,13 +129,21 @@ class LLMPolicy:
         return action
 
 
-def openai_complete(model: str, *, base_url: str | None = None, api_key: str | None = None,
-                    temperature: float = 0.7, max_tokens: int = 200, **kwargs: Any) -> Callable[[str], str]:
+def openai_complete(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    temperature: float = 0.7,
+    max_tokens: int = 200,
+    **kwargs: Any,
+) -> Callable[[str], str]:
     """``complete(prompt) -> str`` over an OpenAI-compatible chat endpoint,
     through the shared adapter (timeouts, retries, counters on
     ``complete.__self__.usage``); ``kwargs`` go to every request."""
     from agentsensus.llm.client import LLMClient  # imports openai: only users with a model need it
 
-    client = LLMClient(model, base_url=base_url, api_key=api_key, temperature=temperature,
-                       max_tokens=max_tokens, options=kwargs)
+    client = LLMClient(
+        model, base_url=base_url, api_key=api_key, temperature=temperature, max_tokens=max_tokens, options=kwargs
+    )
     return client.complete

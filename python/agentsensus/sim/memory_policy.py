@@ -62,8 +62,11 @@ def retell(memory: str, me: str) -> str:
         q = _QUOTED.search(memory)
         inner = TIME.sub("", q.group(0).strip('"')).strip(" ,") if q else ""
         # A retold report names its first speaker inside the quotation: that one said it.
-        frame = inner.split(": ", 1)[0] if ": " in inner.rstrip(": ") else \
-            TIME.sub("", _QUOTED.sub(" ", memory)).strip(" ,.:")
+        frame = (
+            inner.split(": ", 1)[0]
+            if ": " in inner.rstrip(": ")
+            else TIME.sub("", _QUOTED.sub(" ", memory)).strip(" ,.:")
+        )
         m = _SPEAKER.match(frame)
         speaker = _PERSON.sub(me, m.group(1)) if m else "someone"
         core = f"{speaker} said: {core}"
@@ -88,8 +91,9 @@ def _recency(memory: str) -> tuple[int, int]:
 class MemoryPolicy:
     """Deterministic, seeded agents that act from memory (module docstring)."""
 
-    def __init__(self, seed: int = 0, *, talk: float = 0.8, act: float = 0.08, wander: float = 0.12,
-                 restless: float = 0.3) -> None:
+    def __init__(
+        self, seed: int = 0, *, talk: float = 0.8, act: float = 0.08, wander: float = 0.12, restless: float = 0.3
+    ) -> None:
         self.seed = int(seed)
         self.talk, self.act, self.wander, self.restless = talk, act, wander, restless
         self.world: World | None = None
@@ -112,7 +116,7 @@ class MemoryPolicy:
         told: dict[str, set[str]] = {}
         for e in view.stm.cache.entries:
             if e.action.startswith("say "):
-                who = e.result[len(HEARD_BY):].split(", ") if e.result.startswith(HEARD_BY) else []
+                who = e.result[len(HEARD_BY) :].split(", ") if e.result.startswith(HEARD_BY) else []
                 told.setdefault(e.action[4:], set()).update(who)
         heard = set(view.stm.heard)
         company = set(view.present)
@@ -122,7 +126,9 @@ class MemoryPolicy:
             # Worth telling when someone here has neither heard it from this agent nor, as
             # far as it remembers, seen it happen with it (a newcomer, say).
             when = read(m).time
-            knew = told.get(line, set()) | (view.stm.seen_with.get(when[1], set()) if when and when[0] == "round" else set())
+            knew = told.get(line, set()) | (
+                view.stm.seen_with.get(when[1], set()) if when and when[0] == "round" else set()
+            )
             if has_words(line) and line not in heard and not company <= knew:
                 fresh.append((i, m, line))
         # News first: the most recent thing recalled (by the time it names) is told before old lore.

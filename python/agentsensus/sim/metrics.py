@@ -73,12 +73,17 @@ def latency_bins(logs: Sequence[RoundLog], width: int = BIN_ROUNDS) -> list[dict
         chunk = [log for log in sim if start <= log.round < start + width]
         rem = [x for log in chunk for x in log.remember_ms]
         rec = [x for log in chunk for x in log.recall_ms]
-        out.append({
-            "rounds": [start, min(start + width - 1, chunk[-1].round if chunk else start)],
-            "remember_ms_p50": percentile(rem, 50), "remember_ms_p95": percentile(rem, 95),
-            "recall_ms_p50": percentile(rec, 50), "recall_ms_p95": percentile(rec, 95),
-            "remembers": len(rem), "recalls": len(rec),
-        })
+        out.append(
+            {
+                "rounds": [start, min(start + width - 1, chunk[-1].round if chunk else start)],
+                "remember_ms_p50": percentile(rem, 50),
+                "remember_ms_p95": percentile(rem, 95),
+                "recall_ms_p50": percentile(rec, 50),
+                "recall_ms_p95": percentile(rec, 95),
+                "remembers": len(rem),
+                "recalls": len(rec),
+            }
+        )
     return out
 
 
@@ -128,8 +133,11 @@ def grounding(logs: Sequence[RoundLog], ledger: Ledger, people: People) -> dict[
             traced += 1
             involved = set(event.actors) | set(event.targets) | set(event.witnesses) | people(event.text)
             right += int(people(s.text) <= involved)
-    return {"says": says, "traced": round(traced / says, 4) if says else None,
-            "names_right": round(right / says, 4) if says else None}
+    return {
+        "says": says,
+        "traced": round(traced / says, 4) if says else None,
+        "names_right": round(right / says, 4) if says else None,
+    }
 
 
 def name_loss(merges: Sequence[Any], people: People) -> dict[str, Any]:
@@ -145,12 +153,24 @@ def name_loss(merges: Sequence[Any], people: People) -> dict[str, Any]:
             changed += 1
         lost += int(bool(people(m.discarded) - people(m.kept)))
     n = len(merges)
-    return {"merges": n, "lost_name": lost, "fraction": round(lost / n, 4) if n else None,
-            "discarded_chars": chars, "discarded_chars_per_merge": round(chars / n, 1) if n else None}
+    return {
+        "merges": n,
+        "lost_name": lost,
+        "fraction": round(lost / n, 4) if n else None,
+        "discarded_chars": chars,
+        "discarded_chars_per_merge": round(chars / n, 1) if n else None,
+    }
 
 
-def backend_metrics(logs: Sequence[RoundLog], graph: MemoryGraph, stats: dict[str, int], ledger: Ledger,
-                    appear: set[str], people: People, seconds: float) -> dict[str, Any]:
+def backend_metrics(
+    logs: Sequence[RoundLog],
+    graph: MemoryGraph,
+    stats: dict[str, int],
+    ledger: Ledger,
+    appear: set[str],
+    people: People,
+    seconds: float,
+) -> dict[str, Any]:
     """Everything the report shows about one backend's run."""
     sediment = logs[0].records if logs and logs[0].round == 0 else 0
     all_ids = sorted(graph.owners)
@@ -174,15 +194,24 @@ def backend_metrics(logs: Sequence[RoundLog], graph: MemoryGraph, stats: dict[st
         "sim": total - sediment,
         "total": total,
         # Over every record (round 0 included), as before:
-        "shared": whole["shared"], "three_plus": whole["three_plus"], "max_owners": whole["max_owners"],
-        "linked": whole["linked"], "pointed": whole["pointed"],
-        "shared_pct": _pct(whole["shared"], total), "three_plus_pct": _pct(whole["three_plus"], total),
+        "shared": whole["shared"],
+        "three_plus": whole["three_plus"],
+        "max_owners": whole["max_owners"],
+        "linked": whole["linked"],
+        "pointed": whole["pointed"],
+        "shared_pct": _pct(whole["shared"], total),
+        "three_plus_pct": _pct(whole["three_plus"], total),
         "linked_pct": _pct(whole["linked"], total),
         # Over sim entries, the paper's Tables 2 and 8:
-        "sim_shared": sim["shared"], "sim_three_plus": sim["three_plus"], "sim_max_owners": sim["max_owners"],
-        "sim_linked": sim["linked"], "sim_pointed": sim["pointed"],
-        "sim_shared_pct": _pct(sim["shared"], len(sim_ids)), "sim_three_plus_pct": _pct(sim["three_plus"], len(sim_ids)),
-        "sim_linked_pct": _pct(sim["linked"], len(sim_ids)), "sim_pointed_pct": _pct(sim["pointed"], len(sim_ids)),
+        "sim_shared": sim["shared"],
+        "sim_three_plus": sim["three_plus"],
+        "sim_max_owners": sim["max_owners"],
+        "sim_linked": sim["linked"],
+        "sim_pointed": sim["pointed"],
+        "sim_shared_pct": _pct(sim["shared"], len(sim_ids)),
+        "sim_three_plus_pct": _pct(sim["three_plus"], len(sim_ids)),
+        "sim_linked_pct": _pct(sim["linked"], len(sim_ids)),
+        "sim_pointed_pct": _pct(sim["pointed"], len(sim_ids)),
         "remember_ms_p50": percentile(rem, 50),
         "remember_ms_p95": percentile(rem, 95),
         "recall_ms_p50": percentile(rec, 50),

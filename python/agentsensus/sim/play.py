@@ -25,11 +25,44 @@ _BRACKET = re.compile(r"_?\\?\[([^\]]*)\]_?")
 _SCENE_WORDS = ("SCENE", "PROLOGUE", "EPILOGUE", "INDUCTION", "INTERMISSION", "CHORUS")
 # Words that title a character rather than name one: never used alone to match.
 _TITLES = {
-    "KING", "QUEEN", "LORD", "LADY", "PRINCE", "PRINCESS", "DUKE", "DUCHESS",
-    "EARL", "SIR", "FIRST", "SECOND", "THIRD", "FOURTH", "OLD", "YOUNG", "SAINT",
-    "MASTER", "MISTRESS", "DOCTOR", "FRIAR", "CAPTAIN", "GENTLEMAN", "GENTLEWOMAN",
-    "SERVANT", "MESSENGER", "PLAYER", "CLOWN", "THE", "OF", "AND", "BISHOP",
-    "CARDINAL", "ARCHBISHOP", "COUNT", "COUNTESS", "MARQUESS", "LIEUTENANT",
+    "KING",
+    "QUEEN",
+    "LORD",
+    "LADY",
+    "PRINCE",
+    "PRINCESS",
+    "DUKE",
+    "DUCHESS",
+    "EARL",
+    "SIR",
+    "FIRST",
+    "SECOND",
+    "THIRD",
+    "FOURTH",
+    "OLD",
+    "YOUNG",
+    "SAINT",
+    "MASTER",
+    "MISTRESS",
+    "DOCTOR",
+    "FRIAR",
+    "CAPTAIN",
+    "GENTLEMAN",
+    "GENTLEWOMAN",
+    "SERVANT",
+    "MESSENGER",
+    "PLAYER",
+    "CLOWN",
+    "THE",
+    "OF",
+    "AND",
+    "BISHOP",
+    "CARDINAL",
+    "ARCHBISHOP",
+    "COUNT",
+    "COUNTESS",
+    "MARQUESS",
+    "LIEUTENANT",
 }
 _ROMAN = re.compile(r"^[IVXLC]+$")
 _GROUP_SPEAKERS = {"ALL", "BOTH"}
@@ -37,7 +70,9 @@ _DEATH = re.compile(r"\b(dies|die|dead)\b", re.IGNORECASE)
 # Directions that are sounds or crowd business, done by no one on stage.
 _AMBIENT = re.compile(
     r"\b(within|flourish|trumpets?|march|noise|sounds?|crows?|cannon|ordnance|"
-    r"alarums?|thunder|music|hautboys)\b", re.IGNORECASE)
+    r"alarums?|thunder|music|hautboys)\b",
+    re.IGNORECASE,
+)
 _GROUP_SUBJECT = ("they ", "the ", "a ", "an ", "all ", "both ")
 
 
@@ -131,7 +166,7 @@ class _Cast:
         if self._full:
             for m in self._full.finditer(text):
                 found.append((m.start(), self.names[m.group(1)]))
-                masked = masked[: m.start()] + " " * (m.end() - m.start()) + masked[m.end():]
+                masked = masked[: m.start()] + " " * (m.end() - m.start()) + masked[m.end() :]
         if self._tok:
             for m in self._tok.finditer(masked):
                 found.append((m.start(), self.tokens[m.group(1)]))
@@ -220,8 +255,7 @@ def parse_play(text: str, *, title: str | None = None) -> Play:
         body = _clean_speech(" ".join(speech))
         speech = []
         if body and (speakers or group):
-            add(kind="say", actors=speakers, text=body, targets=pending_to,
-                aside=pending_aside, everyone=group)
+            add(kind="say", actors=speakers, text=body, targets=pending_to, aside=pending_aside, everyone=group)
         pending_to, pending_aside = (), False
 
     def modifier(direction: str) -> bool:
@@ -275,7 +309,7 @@ def parse_play(text: str, *, title: str | None = None) -> Play:
             # Bracketed directions split a speech; Aside/To shape what follows.
             pos = 0
             for m in _BRACKET.finditer(body):
-                speech.append(body[pos:m.start()])
+                speech.append(body[pos : m.start()])
                 modifier(m.group(1))
                 pos = m.end()
             speech.append(body[pos:])

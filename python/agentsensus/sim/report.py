@@ -35,18 +35,30 @@ PAPER = {
 
 #: One sentence on each way this run's setting differs from the paper's.
 SETTING = [
-    ("policy", "The paper's agents were LLMs; here, unless a model is given, seeded agents retell what their "
-               "recall returned (news first), so the backend still changes what they say, but nobody invents."),
-    ("judge", "The paper's judge was an LLM; this one reads only the texts and scores (idf-weighted overlap of "
-              "what the accounts report), and the ledger scores it against provenance."),
-    ("embedder", "The paper embedded with a sentence model; the hashing embedder here knows words, not synonyms, "
-                 "so the judge's candidates are the lexical neighbours."),
-    ("world", "The paper let agents continue a sedimented story; here every character on stage witnesses every "
-              "event and deposits its own account, so one event reaches the store once per witness. Most sim "
-              "entries are moves and acts seen by several, whose accounts merge in the round they are made, so "
-              "sharing over sim entries starts far above the paper's. Retellings add listeners to older entries "
-              "as rounds go on, while moves into places nobody else stands in add one-owner entries; which of "
-              "the two gains sets the horizon's trend."),
+    (
+        "policy",
+        "The paper's agents were LLMs; here, unless a model is given, seeded agents retell what their "
+        "recall returned (news first), so the backend still changes what they say, but nobody invents.",
+    ),
+    (
+        "judge",
+        "The paper's judge was an LLM; this one reads only the texts and scores (idf-weighted overlap of "
+        "what the accounts report), and the ledger scores it against provenance.",
+    ),
+    (
+        "embedder",
+        "The paper embedded with a sentence model; the hashing embedder here knows words, not synonyms, "
+        "so the judge's candidates are the lexical neighbours.",
+    ),
+    (
+        "world",
+        "The paper let agents continue a sedimented story; here every character on stage witnesses every "
+        "event and deposits its own account, so one event reaches the store once per witness. Most sim "
+        "entries are moves and acts seen by several, whose accounts merge in the round they are made, so "
+        "sharing over sim entries starts far above the paper's. Retellings add listeners to older entries "
+        "as rounds go on, while moves into places nobody else stands in add one-owner entries; which of "
+        "the two gains sets the horizon's trend.",
+    ),
 ]
 
 _NAMES = {
@@ -127,11 +139,20 @@ def _interaction_figure(interactions: dict[tuple[str, str], int], agents: list[s
         pos[i] = ring[slot]
     sizes = 4 + 10 * np.sqrt(degree / max(degree.max(), 1))
     k = len(set(communities))
-    return svg.graph(pos, edges, title="Who spoke to whom", labels=names, colors=_community_colors(communities),
-                     sizes=list(sizes), tips=[f"{a}: {int(degree[i])} utterances heard or spoken, community "
-                                              f"{communities[i] + 1}" for i, a in enumerate(names)],
-                     edge_weights=[float(n) for n in weights.values()],
-                     legend=[(svg.PALETTE[c], f"community {c + 1}") for c in range(min(k, 8))])
+    return svg.graph(
+        pos,
+        edges,
+        title="Who spoke to whom",
+        labels=names,
+        colors=_community_colors(communities),
+        sizes=list(sizes),
+        tips=[
+            f"{a}: {int(degree[i])} utterances heard or spoken, community {communities[i] + 1}"
+            for i, a in enumerate(names)
+        ],
+        edge_weights=[float(n) for n in weights.values()],
+        legend=[(svg.PALETTE[c], f"community {c + 1}") for c in range(min(k, 8))],
+    )
 
 
 def _short(text: str, n: int = 46) -> str:
@@ -154,8 +175,11 @@ def _memory_figure(g: MemoryGraph, texts: dict[int, str], limit: int = 300) -> t
     pos = force_layout(len(ids), edges)
     colors = _community_colors(labels)
     sizes = [2.5 + 1.2 * np.sqrt(len(g.owners[rid])) for rid in ids]
-    tips = [f"record {rid}: {len(g.owners[rid])} owner(s): {', '.join(sorted(g.owners[rid])[:6])}: "
-            f"{_short(texts.get(rid, ''), 120)}" for rid in ids]
+    tips = [
+        f"record {rid}: {len(g.owners[rid])} owner(s): {', '.join(sorted(g.owners[rid])[:6])}: "
+        f"{_short(texts.get(rid, ''), 120)}"
+        for rid in ids
+    ]
     notes = []
     for c in range(min(len(set(labels)), 6)):
         members = [i for i, lab in enumerate(labels) if lab == c]
@@ -166,8 +190,9 @@ def _memory_figure(g: MemoryGraph, texts: dict[int, str], limit: int = 300) -> t
         owners = sorted(g.owners[ids[top]])
         who = ", ".join(owners[:2]) + (f" +{len(owners) - 2}" if len(owners) > 2 else "")
         cx, cy = pos[members].mean(axis=0)
-        notes.append((float(cx), float(cy), f"\u201c{_short(texts.get(ids[top], '?'), 30)}\u201d {who}",
-                      colors[members[0]]))
+        notes.append(
+            (float(cx), float(cy), f"\u201c{_short(texts.get(ids[top], '?'), 30)}\u201d {who}", colors[members[0]])
+        )
     fig = svg.graph(pos, edges, title="Memory-affiliation graph", colors=colors, sizes=sizes, tips=tips, notes=notes)
     return fig, len(ids), len(set(labels))
 
@@ -202,9 +227,11 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
     names = list(backends)
     first = backends[names[0]] if names else {}
     cons = backends.get("consensus")
-    p: list[str] = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-                    f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
-                    f"<title>agentsensus simulation: {escape(metrics['world'])}</title><style>{_CSS}</style></head><body>"]
+    p: list[str] = [
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>agentsensus simulation: {escape(metrics['world'])}</title><style>{_CSS}</style></head><body>"
+    ]
     p.append(f"<h1>Four memories, one world: {escape(metrics['world'])}</h1>")
     p.append(
         f"<p>The whole play sedimented at round 0 ({_cell(metrics.get('source_events'))} events, every witness "
@@ -212,11 +239,23 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
         f"what they recall ({_cell(metrics.get('events'))} new events in the first backend's run; "
         f"{_cell(metrics.get('agents'))} agents appear). "
         f"Every backend received the same source statements; after round 0 each backend's recall steers its own "
-        f"story.</p>")
-    p.append("<p class='settings'>" + " · ".join(
-        f"{k} <code>{escape(str(metrics.get(k2, '')))}</code>" for k, k2 in
-        (("policy", "policy"), ("judge", "judge"), ("embedder", "embedder"), ("seed", "seed"),
-         ("variation", "variation"), ("cache", "cache_policy"))) + "</p>")
+        f"story.</p>"
+    )
+    p.append(
+        "<p class='settings'>"
+        + " · ".join(
+            f"{k} <code>{escape(str(metrics.get(k2, '')))}</code>"
+            for k, k2 in (
+                ("policy", "policy"),
+                ("judge", "judge"),
+                ("embedder", "embedder"),
+                ("seed", "seed"),
+                ("variation", "variation"),
+                ("cache", "cache_policy"),
+            )
+        )
+        + "</p>"
+    )
     if metrics.get("stopped"):
         p.append(f"<p class='note'>The run stopped early: {escape(metrics['stopped'])}.</p>")
     p.append("<h2>How this setting differs from the paper's</h2><ul>")
@@ -225,142 +264,248 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
 
     # Table 1.
     p.append("<h2>Store size (Table 1)</h2>")
-    p.append(_table(["backend", "sediment", "sim", "total"],
-                    [[_name(b), m["sediment"], m["sim"], m["total"]] for b, m in backends.items()]))
+    p.append(
+        _table(
+            ["backend", "sediment", "sim", "total"],
+            [[_name(b), m["sediment"], m["sim"], m["total"]] for b, m in backends.items()],
+        )
+    )
     closest = min((b for b in names if b != "consensus"), key=lambda b: backends[b]["sim"], default=None)
     if cons and closest:
         c, o = cons["sim"], backends[closest]["sim"]
         ct, ot = cons["total"], min(backends[b]["total"] for b in names if b != "consensus")
-        p.append(f"<p>Consensus made <b>{100.0 * (o - c) / o if o else 0:.0f}% fewer sim entries</b> than the "
-                 f"closest per-agent design ({_name(closest)}), and its whole store is "
-                 f"{100.0 * (ot - ct) / ot if ot else 0:.0f}% smaller. <span class='paper'>Paper: "
-                 f"{PAPER['fewer_entries']}; {PAPER['source']}.</span></p>")
+        p.append(
+            f"<p>Consensus made <b>{100.0 * (o - c) / o if o else 0:.0f}% fewer sim entries</b> than the "
+            f"closest per-agent design ({_name(closest)}), and its whole store is "
+            f"{100.0 * (ot - ct) / ot if ot else 0:.0f}% smaller. <span class='paper'>Paper: "
+            f"{PAPER['fewer_entries']}; {PAPER['source']}.</span></p>"
+        )
 
     # Tables 2 and 8.
     p.append("<h2>Sharing and linking over sim entries (Tables 2 and 8)</h2>")
-    p.append(_table(["backend", "sim entries", "shared", "shared %", "3+ owners", "max owners", "linked %",
-                     "by-product pointers %", "recalls that expanded", "linked rows per expanding call"],
-                    [[_name(b), m["sim"], m["sim_shared"], f"{m['sim_shared_pct']:.1f}%", m["sim_three_plus"],
-                      m["sim_max_owners"], f"{m['sim_linked_pct']:.1f}%", f"{m['sim_pointed_pct']:.1f}%",
-                      f"{100 * m['expanded_frac']:.1f}%", m["linked_per_expanding_call"]] for b, m in backends.items()]))
-    p.append(f"<p class='note'>Owners count only agents who appear. Linked: affiliation edges between statements "
-             f"(the statements of one deposit); a baseline's pointers from its reflections, insights or "
-             f"interaction chains to their evidence are counted apart.</p><p class='paper'>Paper: {PAPER['shared']}; "
-             f"{PAPER['linked']}.</p>")
+    p.append(
+        _table(
+            [
+                "backend",
+                "sim entries",
+                "shared",
+                "shared %",
+                "3+ owners",
+                "max owners",
+                "linked %",
+                "by-product pointers %",
+                "recalls that expanded",
+                "linked rows per expanding call",
+            ],
+            [
+                [
+                    _name(b),
+                    m["sim"],
+                    m["sim_shared"],
+                    f"{m['sim_shared_pct']:.1f}%",
+                    m["sim_three_plus"],
+                    m["sim_max_owners"],
+                    f"{m['sim_linked_pct']:.1f}%",
+                    f"{m['sim_pointed_pct']:.1f}%",
+                    f"{100 * m['expanded_frac']:.1f}%",
+                    m["linked_per_expanding_call"],
+                ]
+                for b, m in backends.items()
+            ],
+        )
+    )
+    p.append(
+        f"<p class='note'>Owners count only agents who appear. Linked: affiliation edges between statements "
+        f"(the statements of one deposit); a baseline's pointers from its reflections, insights or "
+        f"interaction chains to their evidence are counted apart.</p><p class='paper'>Paper: {PAPER['shared']}; "
+        f"{PAPER['linked']}.</p>"
+    )
     if cons and cons.get("judge"):
         j = cons["judge"]
         p.append("<h2>The judge against provenance</h2>")
-        p.append(_table(["merges judged", "precision", "recall", "rounds ≥ 1: merges", "precision", "recall"],
-                        [[j["merges"], j["precision"], j["recall"], j["sim_merges"], j["sim_precision"],
-                          j["sim_recall"]]]))
-        p.append("<p class='note'>Precision: the merges whose record already held the statement's event. Recall: "
-                 "of the statements whose event a record already held, those merged into it. The judge never saw "
-                 f"the events. <span class='paper'>Paper: {PAPER['judge']}.</span></p>")
+        p.append(
+            _table(
+                ["merges judged", "precision", "recall", "rounds ≥ 1: merges", "precision", "recall"],
+                [[j["merges"], j["precision"], j["recall"], j["sim_merges"], j["sim_precision"], j["sim_recall"]]],
+            )
+        )
+        p.append(
+            "<p class='note'>Precision: the merges whose record already held the statement's event. Recall: "
+            "of the statements whose event a record already held, those merged into it. The judge never saw "
+            f"the events. <span class='paper'>Paper: {PAPER['judge']}.</span></p>"
+        )
 
     # Table 3.
     cache = metrics.get("cache") or {}
     ab = metrics.get("ablation") or {}
     if cache:
         p.append("<h2>Cache policy and merging (Table 3)</h2>")
-        rows: list[list[Any]] = [[f"merging on, {k} cache", v["sim"], f"{v['sim_shared_pct']:.1f}%"]
-                                 for k, v in cache.items()]
+        rows: list[list[Any]] = [
+            [f"merging on, {k} cache", v["sim"], f"{v['sim_shared_pct']:.1f}%"] for k, v in cache.items()
+        ]
         if ab:
             off = ab["merging_off"]
             rows.append(["merging off (one store per agent)", off["sim"], f"{off['sim_shared_pct']:.1f}%"])
         p.append(_table(["consensus", "sim entries", "sim shared %"], rows))
         if ab:
-            p.append(f"<p>With merging off the store is <b>{ab['growth_factor']:.2f}x</b> larger and "
-                     f"{ab['merging_off']['shared']} records are shared. <span class='paper'>Paper: "
-                     f"{PAPER['ablation']}.</span></p>")
+            p.append(
+                f"<p>With merging off the store is <b>{ab['growth_factor']:.2f}x</b> larger and "
+                f"{ab['merging_off']['shared']} records are shared. <span class='paper'>Paper: "
+                f"{PAPER['ablation']}.</span></p>"
+            )
 
     # Table 4.
     p.append("<h2>Recall and merge costs (Table 4)</h2>")
-    p.append(_table(["backend", "recall calls", "hits", "expansion rows", "amplification"],
-                    [[_name(b), m["recalls"], m["hits"], m["expansion_rows"], m["amplification"]]
-                     for b, m in backends.items()]))
+    p.append(
+        _table(
+            ["backend", "recall calls", "hits", "expansion rows", "amplification"],
+            [[_name(b), m["recalls"], m["hits"], m["expansion_rows"], m["amplification"]] for b, m in backends.items()],
+        )
+    )
     if cons and cons.get("merge_cost"):
-        rows = [[k, v["merges"], _pct(v["fraction"]), v["discarded_chars"], v["discarded_chars_per_merge"]]
-                for k, v in cons["merge_cost"].items()]
-        p.append(_table(["merge policy", "merges", "survivor lost a named person", "discarded characters",
-                         "per merge"], rows))
-        p.append(f"<p class='note'>A merge loses a name when the text it let go of names a character the text "
-                 f"it kept does not. <span class='paper'>Paper: {PAPER['name_loss']}.</span></p>")
+        rows = [
+            [k, v["merges"], _pct(v["fraction"]), v["discarded_chars"], v["discarded_chars_per_merge"]]
+            for k, v in cons["merge_cost"].items()
+        ]
+        p.append(
+            _table(
+                ["merge policy", "merges", "survivor lost a named person", "discarded characters", "per merge"], rows
+            )
+        )
+        p.append(
+            f"<p class='note'>A merge loses a name when the text it let go of names a character the text "
+            f"it kept does not. <span class='paper'>Paper: {PAPER['name_loss']}.</span></p>"
+        )
 
     # Table 5 and grounding.
     p.append("<h2>Actions per backend (Table 5)</h2>")
     kinds = ["say", "read_thread", "observe", "move", "act_on", "ponder"]
-    p.append(_table(["backend"] + kinds, [[_name(b)] + [m["actions"].get(k, 0) for k in kinds]
-                                          for b, m in backends.items()]))
+    p.append(
+        _table(["backend"] + kinds, [[_name(b)] + [m["actions"].get(k, 0) for k in kinds] for b, m in backends.items()])
+    )
     p.append("<h2>Grounding</h2>")
-    p.append(_table(["backend", "says", "trace to a true event", "named people right"],
-                    [[_name(b), m["grounding"]["says"], _pct(m["grounding"]["traced"]),
-                      _pct(m["grounding"]["names_right"])] for b, m in backends.items()]))
-    p.append("<p class='note'>Exact, from provenance: a say traces to a true event when the memory it retells "
-             "holds one (a reflection or an insight holds none); its named people are right when each took part "
-             f"in that event. <span class='paper'>Paper: {PAPER['grounding']}.</span></p>")
+    p.append(
+        _table(
+            ["backend", "says", "trace to a true event", "named people right"],
+            [
+                [_name(b), m["grounding"]["says"], _pct(m["grounding"]["traced"]), _pct(m["grounding"]["names_right"])]
+                for b, m in backends.items()
+            ],
+        )
+    )
+    p.append(
+        "<p class='note'>Exact, from provenance: a say traces to a true event when the memory it retells "
+        "holds one (a reflection or an insight holds none); its named people are right when each took part "
+        f"in that event. <span class='paper'>Paper: {PAPER['grounding']}.</span></p>"
+    )
 
     # Figure 3.
     p.append("<h2>Growth and ownership (Figure 3)</h2><div class='fig'>")
-    p.append(svg.line_chart({_name(b): m["growth"] for b, m in backends.items()}, title="Entries after each round",
-                            xlabel="round (0 = the sedimented play)", ylabel="entries"))
+    p.append(
+        svg.line_chart(
+            {_name(b): m["growth"] for b, m in backends.items()},
+            title="Entries after each round",
+            xlabel="round (0 = the sedimented play)",
+            ylabel="entries",
+        )
+    )
     p.append("</div>")
     owners_top = list((cons or first).get("owned", {}))[:14]
     if owners_top:
-        p.append("<div class='fig'>" + svg.bar_chart(
-            owners_top, {_name(b): [m["owned"].get(a, 0) for a in owners_top] for b, m in backends.items()},
-            title="Memories each agent owns", xlabel="agent", ylabel="records owned", slant=True) + "</div>")
+        p.append(
+            "<div class='fig'>"
+            + svg.bar_chart(
+                owners_top,
+                {_name(b): [m["owned"].get(a, 0) for a in owners_top] for b, m in backends.items()},
+                title="Memories each agent owns",
+                xlabel="agent",
+                ylabel="records owned",
+                slant=True,
+            )
+            + "</div>"
+        )
 
     # Latency.
     p.append("<h2>Latency</h2>")
-    p.append(_table(["backend", "remember p50 ms", "remember p95 ms", "recall p50 ms", "recall p95 ms"],
-                    [[_name(b), m["remember_ms_p50"], m["remember_ms_p95"], m["recall_ms_p50"], m["recall_ms_p95"]]
-                     for b, m in backends.items()]))
-    p.append("<p class='note'>A remember is one witness's deposit, timed as the round's batch divided by its "
-             "deposits; a recall is one owner-scoped query (k = 5, with expansion where the design has links). "
-             f"<span class='paper'>Paper: {PAPER['latency']}.</span></p>")
+    p.append(
+        _table(
+            ["backend", "remember p50 ms", "remember p95 ms", "recall p50 ms", "recall p95 ms"],
+            [
+                [_name(b), m["remember_ms_p50"], m["remember_ms_p95"], m["recall_ms_p50"], m["recall_ms_p95"]]
+                for b, m in backends.items()
+            ],
+        )
+    )
+    p.append(
+        "<p class='note'>A remember is one witness's deposit, timed as the round's batch divided by its "
+        "deposits; a recall is one owner-scoped query (k = 5, with expansion where the design has links). "
+        f"<span class='paper'>Paper: {PAPER['latency']}.</span></p>"
+    )
     bins = first.get("latency_bins", [])
     cats = [f"{b['rounds'][0]}-{b['rounds'][1]}" for b in bins]
     for key, label in (("remember_ms_p50", "remember, p50 ms"), ("recall_ms_p50", "recall, p50 ms")):
         series = {_name(b): [x[key] for x in m["latency_bins"]] for b, m in backends.items()}
-        p.append("<div class='fig'>" + svg.bar_chart(cats, series, title=f"Latency per 5 rounds: {label}",
-                                                      xlabel="rounds", ylabel=label) + "</div>")
+        p.append(
+            "<div class='fig'>"
+            + svg.bar_chart(cats, series, title=f"Latency per 5 rounds: {label}", xlabel="rounds", ylabel=label)
+            + "</div>"
+        )
 
     # Horizon.
     hz = metrics.get("horizon") or {}
     if hz.get("consensus"):
         p.append("<h2>Horizon (each a run of its own)</h2>")
         cols = list(hz["consensus"])
-        p.append(_table(["consensus"] + [f"{r} rounds" for r in cols],
-                        [["sim entries"] + [hz["consensus"][r]["sim"] for r in cols],
-                         ["sim shared"] + [f"{hz['consensus'][r]['sim_shared_pct']:.1f}%" for r in cols],
-                         ["whole store shared"] + [f"{hz['consensus'][r]['shared_pct']:.1f}%" for r in cols]]))
+        p.append(
+            _table(
+                ["consensus"] + [f"{r} rounds" for r in cols],
+                [
+                    ["sim entries"] + [hz["consensus"][r]["sim"] for r in cols],
+                    ["sim shared"] + [f"{hz['consensus'][r]['sim_shared_pct']:.1f}%" for r in cols],
+                    ["whole store shared"] + [f"{hz['consensus'][r]['shared_pct']:.1f}%" for r in cols],
+                ],
+            )
+        )
         pcts = [hz["consensus"][r]["sim_shared_pct"] for r in cols]
         if len(pcts) > 1 and pcts[-1] < pcts[0]:
-            p.append("<p class='note'>Sharing over sim entries does not rise here. Retelling news to those who "
-                     "did not see it adds owners to older entries, but as the agents disperse, more of the new "
-                     "entries are moves into places where nobody else stands, seen by the mover alone.</p>")
+            p.append(
+                "<p class='note'>Sharing over sim entries does not rise here. Retelling news to those who "
+                "did not see it adds owners to older entries, but as the agents disperse, more of the new "
+                "entries are moves into places where nobody else stands, seen by the mover alone.</p>"
+            )
         p.append(f"<p class='paper'>Paper: {PAPER['horizon']}.</p>")
 
     # Graph figures.
     inter = data.interactions or data.source_interactions
     which = "after round 0" if data.interactions else "in the play"
-    p.append(f"<h2>The agents' interaction graph ({which})</h2><div class='fig'>"
-             + _interaction_figure(inter, data.agents) + "</div>")
-    p.append("<p class='note'>An edge joins a speaker and a listener; its weight is how often one heard the other; "
-             "colours are communities (label propagation).</p>")
+    p.append(
+        f"<h2>The agents' interaction graph ({which})</h2><div class='fig'>"
+        + _interaction_figure(inter, data.agents)
+        + "</div>"
+    )
+    p.append(
+        "<p class='note'>An edge joins a speaker and a listener; its weight is how often one heard the other; "
+        "colours are communities (label propagation).</p>"
+    )
     if data.memory is not None and data.memory.owners:
         fig, shown, clusters = _memory_figure(data.memory, data.texts)
         p.append(f"<h2>Memory-affiliation graph ({escape(_name(data.memory_backend))})</h2>")
-        p.append(f"<div class='fig'>{fig}</div><p class='note'>{shown:,} sim entries (the most linked), coloured by "
-                 f"{clusters} clusters (label propagation), the largest labelled with their most-owned record's "
-                 "text and owners; a node's size grows with its owners; an edge is an affiliation edge.</p>")
+        p.append(
+            f"<div class='fig'>{fig}</div><p class='note'>{shown:,} sim entries (the most linked), coloured by "
+            f"{clusters} clusters (label propagation), the largest labelled with their most-owned record's "
+            "text and owners; a node's size grows with its owners; an edge is an affiliation edge.</p>"
+        )
         p.append("<h2>Shared ownership</h2>")
         if any(len(o) >= 2 for o in data.memory.owners.values()):
             p.append("<div class='fig'>" + _heatmap_figure(data.memory, data.agents, data.appear) + "</div>")
-            p.append("<p class='note'>Cell (a, b): records owned by both a and b, for the 20 agents who appear and "
-                     "own most records.</p>")
+            p.append(
+                "<p class='note'>Cell (a, b): records owned by both a and b, for the 20 agents who appear and "
+                "own most records.</p>"
+            )
         else:
             p.append(f"<p class='note'>No record of {escape(_name(data.memory_backend))} has two owners.</p>")
-    p.append("<p class='note'>Made by <code>agentsensus simulate</code>; the numbers are also in "
-             "<code>metrics.json</code>.</p></body></html>")
+    p.append(
+        "<p class='note'>Made by <code>agentsensus simulate</code>; the numbers are also in "
+        "<code>metrics.json</code>.</p></body></html>"
+    )
     return "\n".join(p)

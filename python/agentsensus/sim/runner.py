@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .account_judge import AccountJudge
+from .agent_policy import Policy
 from .backend import BACKENDS, MemoryBackend
 from .blas import single_blas_thread
 from .collaborative import CollaborativeBackend
@@ -38,7 +39,6 @@ from .generative_agents import GenerativeAgentsBackend
 from .kernel import Kernel, RoundLog
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
-from .agent_policy import Policy
 from .play import Play
 from .plays import load_play
 from .progress import Progress
@@ -56,9 +56,16 @@ __all__ = ["run", "make_backend", "HORIZON"]
 HORIZON = (10, 20, 40)
 
 
-def make_backend(name: str, embed: CachedEmbedder, world: World, store_dir: Path, *,
-                 judge: Callable[[list[Any]], list[int | None]] | None = None,
-                 merging: bool = True, merge_policy: str = "keep_shorter") -> MemoryBackend:
+def make_backend(
+    name: str,
+    embed: CachedEmbedder,
+    world: World,
+    store_dir: Path,
+    *,
+    judge: Callable[[list[Any]], list[int | None]] | None = None,
+    merging: bool = True,
+    merge_policy: str = "keep_shorter",
+) -> MemoryBackend:
     """A fresh backend called ``name`` (one of :data:`BACKENDS`)."""
     if name == "consensus":
         from .consensus import ConsensusBackend
@@ -109,16 +116,30 @@ class _Run:
 
 
 class _Runner:
-    def __init__(self, play: Play, embed: CachedEmbedder, store_dir: Path, *, judge: Any, policy: Callable[[], Policy],
-                 variation: Variation, progress: bool, replay: SourceReplay, base: World) -> None:
+    def __init__(
+        self,
+        play: Play,
+        embed: CachedEmbedder,
+        store_dir: Path,
+        *,
+        judge: Any,
+        policy: Callable[[], Policy],
+        variation: Variation,
+        progress: bool,
+        replay: SourceReplay,
+        base: World,
+    ) -> None:
         self.play, self.embed, self.store_dir = play, embed, store_dir
         self.judge, self.policy, self.variation = judge, policy, variation
         self.progress, self.replay, self.base = progress, replay, base
 
-    def sediment(self, name: str, label: str, *, merging: bool = True, merge_policy: str = "keep_shorter") -> _Sedimented:
+    def sediment(
+        self, name: str, label: str, *, merging: bool = True, merge_policy: str = "keep_shorter"
+    ) -> _Sedimented:
         world = self.base.fork()
-        backend = make_backend(name, self.embed, world, self.store_dir, judge=self.judge(), merging=merging,
-                               merge_policy=merge_policy)
+        backend = make_backend(
+            name, self.embed, world, self.store_dir, judge=self.judge(), merging=merging, merge_policy=merge_policy
+        )
         kernel = Kernel(world, self.policy(), backend, self.embed, variation=self.variation)
         bar = Progress(f"{label} sediment", len(self.replay.batches), enabled=self.progress)
         t0 = time.perf_counter()
@@ -143,8 +164,15 @@ class _Runner:
 
     def run(self, sed: _Sedimented, rounds: int, label: str, *, cache_policy: str) -> _Run:
         world, backend, ledger = self.fork(sed)
-        kernel = Kernel(world, self.policy(), backend, self.embed, cache_policy=cache_policy,
-                        variation=self.variation, ledger=ledger)
+        kernel = Kernel(
+            world,
+            self.policy(),
+            backend,
+            self.embed,
+            cache_policy=cache_policy,
+            variation=self.variation,
+            ledger=ledger,
+        )
         kernel.logs.append(sed.log)
         kernel._read = {a: len(world.threads.get(ag.place or "", [])) for a, ag in world.agents.items()}
         bar = Progress(label, rounds, enabled=self.progress)
@@ -226,6 +254,7 @@ def run(
 
         def judge_factory() -> Any:
             return judge
+
     make_policy = policy if policy is not None else (lambda: MemoryPolicy(seed))
     hz = sorted({h for h in horizon if h <= rounds} | {rounds})
 
@@ -234,22 +263,55 @@ def run(
     source_events = len(base.events)
     replay.place_survivors(base)
     store_dir = Path(tempfile.mkdtemp(prefix="agentsensus-sim-"))
-    runner = _Runner(play, embed, store_dir, judge=judge_factory, policy=make_policy, variation=var,
-                     progress=progress, replay=replay, base=base)
+    runner = _Runner(
+        play,
+        embed,
+        store_dir,
+        judge=judge_factory,
+        policy=make_policy,
+        variation=var,
+        progress=progress,
+        replay=replay,
+        base=base,
+    )
     people = People(play.cast)
     metrics: dict[str, Any] = {
-        "world": play.title, "rounds": 0, "requested_rounds": rounds, "embedder": embed.name,
-        "judge": getattr(judge_obj, "name", type(judge_obj).__name__), "policy": policy_name,
-        "seed": seed, "variation": var.strength, "cache_policy": cache_policy,
-        "source_events": source_events, "backends": {}, "ablation": {}, "horizon": {"rounds": hz}, "cache": {},
+        "world": play.title,
+        "rounds": 0,
+        "requested_rounds": rounds,
+        "embedder": embed.name,
+        "judge": getattr(judge_obj, "name", type(judge_obj).__name__),
+        "policy": policy_name,
+        "seed": seed,
+        "variation": var.strength,
+        "cache_policy": cache_policy,
+        "source_events": source_events,
+        "backends": {},
+        "ablation": {},
+        "horizon": {"rounds": hz},
+        "cache": {},
     }
     data = ReportData(agents=list(play.cast))
     t_all = time.perf_counter()
     try:
         with single_blas_thread():
             for i, name in enumerate(backends, 1):
-                _run_backend(runner, name, f"[{i}/{len(backends)}] {name:<18}", i == 1, rounds, cache_policy,
-                             cache_rows, keep_names, ablation, hz, people, metrics, data, source_events)
+                _run_backend(
+                    runner,
+                    name,
+                    f"[{i}/{len(backends)}] {name:<18}",
+                    i == 1,
+                    rounds,
+                    cache_policy,
+                    cache_rows,
+                    keep_names,
+                    ablation,
+                    hz,
+                    people,
+                    metrics,
+                    data,
+                    source_events,
+                )
     finally:
         shutil.rmtree(store_dir, ignore_errors=True)
     metrics["seconds"] = round(time.perf_counter() - t_all, 2)
@@ -263,16 +325,30 @@ def run(
     return metrics
 
 
-def _run_backend(runner: _Runner, name: str, label: str, first: bool, rounds: int, cache_policy: str,
-                 cache_rows: bool, keep_names: bool, ablation: bool, hz: list[int], people: People,
-                 metrics: dict[str, Any], data: ReportData, source_events: int) -> None:
+def _run_backend(
+    runner: _Runner,
+    name: str,
+    label: str,
+    first: bool,
+    rounds: int,
+    cache_policy: str,
+    cache_rows: bool,
+    keep_names: bool,
+    ablation: bool,
+    hz: list[int],
+    people: People,
+    metrics: dict[str, Any],
+    data: ReportData,
+    source_events: int,
+) -> None:
     """Sediment one backend, run it, and (for consensus) its extra runs."""
     sed = runner.sediment(name, label)
     main = runner.run(sed, rounds, f"{label} {rounds} rounds", cache_policy=cache_policy)
     try:
         appear = _appear(main.world)
-        m = backend_metrics(main.logs, main.backend.graph(), main.backend.stats(), main.ledger, appear,
-                            people, main.seconds)
+        m = backend_metrics(
+            main.logs, main.backend.graph(), main.backend.stats(), main.ledger, appear, people, main.seconds
+        )
         metrics["backends"][name] = m
         if first:
             metrics["rounds"] = main.logs[-1].round
@@ -282,17 +358,21 @@ def _run_backend(runner: _Runner, name: str, label: str, first: bool, rounds: in
             data.interactions = _interactions(main.world, source_events)
             data.source_interactions = _interactions(main.world, 0)
         if name == "consensus":
-            m["judge"] = {"precision": main.ledger.score.precision, "recall": main.ledger.score.recall,
-                          "merges": main.ledger.score.merges,
-                          "sim_precision": main.ledger.sim_score.precision,
-                          "sim_recall": main.ledger.sim_score.recall,
-                          "sim_merges": main.ledger.sim_score.merges}
+            m["judge"] = {
+                "precision": main.ledger.score.precision,
+                "recall": main.ledger.score.recall,
+                "merges": main.ledger.score.merges,
+                "sim_precision": main.ledger.sim_score.precision,
+                "sim_recall": main.ledger.sim_score.recall,
+                "sim_merges": main.ledger.sim_score.merges,
+            }
             m["merge_cost"] = {"keep_shorter": name_loss(main.merges, people)}
             data.memory, data.memory_backend = main.backend.graph(), name
             data.texts = _texts(main.backend, data.memory)
             data.appear = appear
-            _consensus_extras(runner, sed, main, m, metrics, people, hz, rounds, cache_policy,
-                              cache_rows, keep_names, ablation, label)
+            _consensus_extras(
+                runner, sed, main, m, metrics, people, hz, rounds, cache_policy, cache_rows, keep_names, ablation, label
+            )
         else:
             metrics["horizon"].setdefault(name, {})[str(rounds)] = _horizon_row(m)
     finally:
@@ -301,9 +381,15 @@ def _run_backend(runner: _Runner, name: str, label: str, first: bool, rounds: in
 
 
 def _horizon_row(m: dict[str, Any]) -> dict[str, Any]:
-    return {"sim": m["sim"], "total": m["total"], "sim_shared": m["sim_shared"],
-            "sim_shared_pct": m["sim_shared_pct"], "sim_three_plus": m["sim_three_plus"],
-            "shared": m["shared"], "shared_pct": m["shared_pct"]}
+    return {
+        "sim": m["sim"],
+        "total": m["total"],
+        "sim_shared": m["sim_shared"],
+        "sim_shared_pct": m["sim_shared_pct"],
+        "sim_three_plus": m["sim_three_plus"],
+        "shared": m["shared"],
+        "shared_pct": m["shared_pct"],
+    }
 
 
 def _texts(backend: Any, graph: Any) -> dict[int, str]:
@@ -311,18 +397,35 @@ def _texts(backend: Any, graph: Any) -> dict[int, str]:
     return {rid: get(rid) for rid in graph.owners} if callable(get) else {}
 
 
-def _consensus_extras(runner: _Runner, sed: _Sedimented, main: _Run, m: dict[str, Any], metrics: dict[str, Any],
-                      people: People, hz: list[int], rounds: int, cache_policy: str, cache_rows: bool,
-                      keep_names: bool, ablation: bool, label: str) -> None:
+def _consensus_extras(
+    runner: _Runner,
+    sed: _Sedimented,
+    main: _Run,
+    m: dict[str, Any],
+    metrics: dict[str, Any],
+    people: People,
+    hz: list[int],
+    rounds: int,
+    cache_policy: str,
+    cache_rows: bool,
+    keep_names: bool,
+    ablation: bool,
+    label: str,
+) -> None:
     """Table 3's cache rows, the horizon re-runs, keep_names and the ablation."""
     metrics["horizon"]["consensus"] = {str(rounds): _horizon_row(m)}
-    metrics["cache"][cache_policy] = {"sim": m["sim"], "sim_shared_pct": m["sim_shared_pct"],
-                                      "sim_shared": m["sim_shared"], "actions": m["actions"]}
+    metrics["cache"][cache_policy] = {
+        "sim": m["sim"],
+        "sim_shared_pct": m["sim_shared_pct"],
+        "sim_shared": m["sim_shared"],
+        "actions": m["actions"],
+    }
 
     def measured(r: _Run) -> dict[str, Any]:
         try:
-            return backend_metrics(r.logs, r.backend.graph(), r.backend.stats(), r.ledger, _appear(r.world),
-                                   people, r.seconds)
+            return backend_metrics(
+                r.logs, r.backend.graph(), r.backend.stats(), r.ledger, _appear(r.world), people, r.seconds
+            )
         finally:
             r.backend.close()
 
@@ -330,12 +433,17 @@ def _consensus_extras(runner: _Runner, sed: _Sedimented, main: _Run, m: dict[str
         for cp in CACHE_POLICIES:
             if cp != cache_policy:
                 x = measured(runner.run(sed, rounds, f"{label} cache {cp:<9}", cache_policy=cp))
-                metrics["cache"][cp] = {"sim": x["sim"], "sim_shared_pct": x["sim_shared_pct"],
-                                        "sim_shared": x["sim_shared"], "actions": x["actions"]}
+                metrics["cache"][cp] = {
+                    "sim": x["sim"],
+                    "sim_shared_pct": x["sim_shared_pct"],
+                    "sim_shared": x["sim_shared"],
+                    "actions": x["actions"],
+                }
     for h in hz:
         if h != rounds:
             metrics["horizon"]["consensus"][str(h)] = _horizon_row(
-                measured(runner.run(sed, h, f"{label} horizon {h:<3}", cache_policy=cache_policy)))
+                measured(runner.run(sed, h, f"{label} horizon {h:<3}", cache_policy=cache_policy))
+            )
     metrics["horizon"]["consensus"] = dict(sorted(metrics["horizon"]["consensus"].items(), key=lambda kv: int(kv[0])))
     if keep_names:
         sed_kn = runner.sediment("consensus", f"{label} keep_names", merge_policy="keep_names")
@@ -351,11 +459,27 @@ def _consensus_extras(runner: _Runner, sed: _Sedimented, main: _Run, m: dict[str
     if ablation:
         sed_off = runner.sediment("consensus", f"{label} merging off", merging=False)
         try:
-            off = measured(runner.run(sed_off, rounds, f"{label} merging off {rounds} rounds", cache_policy=cache_policy))
+            off = measured(
+                runner.run(sed_off, rounds, f"{label} merging off {rounds} rounds", cache_policy=cache_policy)
+            )
         finally:
             sed_off.backend.close()
-        keys = ("sediment", "sim", "total", "shared", "three_plus", "max_owners", "linked", "shared_pct",
-                "sim_shared", "sim_shared_pct", "sim_linked_pct", "remember_ms_p50", "recall_ms_p50", "growth")
+        keys = (
+            "sediment",
+            "sim",
+            "total",
+            "shared",
+            "three_plus",
+            "max_owners",
+            "linked",
+            "shared_pct",
+            "sim_shared",
+            "sim_shared_pct",
+            "sim_linked_pct",
+            "remember_ms_p50",
+            "recall_ms_p50",
+            "growth",
+        )
         metrics["ablation"] = {
             "merging_on": {k: m[k] for k in keys},
             "merging_off": {k: off[k] for k in keys},

