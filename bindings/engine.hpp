@@ -67,8 +67,8 @@ struct OwnedPlan {
 
 class Engine {
 public:
-    Engine(const std::string& path, uint32_t dim, Metric metric, bool metric_given, bool create,
-           bool readonly, bool sync, size_t exact_cutoff, size_t map_size, size_t expansion_search) {
+    Engine(const std::string& path, uint32_t dim, Metric metric, bool metric_given, bool create, bool readonly,
+           bool sync, size_t exact_cutoff, size_t map_size, size_t expansion_search) {
         StoreOptions o;
         o.dim = dim;
         o.metric = metric;
@@ -225,8 +225,8 @@ public:
         }
         py::list out;
         for (const MergeRow& m : rows)
-            out.append(py::make_tuple(m.seq, m.survivor, stored_str(m.kept), stored_str(m.discarded), stored_str(m.owner),
-                                      m.round));
+            out.append(py::make_tuple(m.seq, m.survivor, stored_str(m.kept), stored_str(m.discarded),
+                                      stored_str(m.owner), m.round));
         return out;
     }
 
@@ -241,7 +241,8 @@ public:
             r = st.said(id);
         }
         py::list rows;
-        for (const SaidRow& s : r.second) rows.append(py::make_tuple(s.n, stored_str(s.owner), s.round, stored_str(s.text)));
+        for (const SaidRow& s : r.second)
+            rows.append(py::make_tuple(s.n, stored_str(s.owner), s.round, stored_str(s.text)));
         return py::make_tuple(stored_str(r.first), rows);
     }
 
@@ -277,17 +278,17 @@ public:
             for (const std::string& d : r.digests) digests.append(py::bytes(d));
             py::list said;
             for (const SaidRow& sr : r.said)
-                said.append(py::make_tuple(sr.n, stored_str(sr.owner), sr.round, stored_str(sr.text),
-                                           py::bytes(reinterpret_cast<const char*>(sr.vector.data()),
-                                                     sr.vector.size() * sizeof(float))));
+                said.append(py::make_tuple(
+                    sr.n, stored_str(sr.owner), sr.round, stored_str(sr.text),
+                    py::bytes(reinterpret_cast<const char*>(sr.vector.data()), sr.vector.size() * sizeof(float))));
             list.append(py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round, r.deposit, r.edges,
                                        digests, said));
         }
         return py::make_tuple(list, vectors);
     }
 
-    void load(const std::vector<std::string>& owners, const py::list& rows, const F32& vectors,
-              const py::list& merges, const py::object& counters) {
+    void load(const std::vector<std::string>& owners, const py::list& rows, const F32& vectors, const py::list& merges,
+              const py::object& counters) {
         auto u = use();
         Store& st = *u;
         LoadBatch b;

@@ -28,9 +28,7 @@ ValueDigest as_digest(const py::handle& h) {
     return out;
 }
 
-py::bytes digest_bytes(const ValueDigest& d) {
-    return py::bytes(reinterpret_cast<const char*>(d.data()), d.size());
-}
+py::bytes digest_bytes(const ValueDigest& d) { return py::bytes(reinterpret_cast<const char*>(d.data()), d.size()); }
 
 std::optional<Scope> as_scope(const py::object& scope) {
     if (scope.is_none()) return std::nullopt;
@@ -145,8 +143,7 @@ public:
         }
         py::list out;
         for (const VersionRow& r : rows)
-            out.append(py::make_tuple(r.version, r.kind, digest_bytes(r.digest), py::bytes(r.value),
-                                      r.inputs));
+            out.append(py::make_tuple(r.version, r.kind, digest_bytes(r.digest), py::bytes(r.value), r.inputs));
         return out;
     }
 
@@ -168,7 +165,8 @@ public:
         }
         py::list out;
         for (const LinkRow& r : rows)
-            out.append(py::make_tuple(stored_str(r.key), stored_str(r.owner), r.version, digest_bytes(r.digest), r.derived));
+            out.append(
+                py::make_tuple(stored_str(r.key), stored_str(r.owner), r.version, digest_bytes(r.digest), r.derived));
         return out;
     }
 

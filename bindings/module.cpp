@@ -116,7 +116,8 @@ PYBIND11_MODULE(_core, m) {
                      rows = st.records(after, limit);
                  }
                  py::list out;
-                 for (const Row& r : rows) out.append(py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round));
+                 for (const Row& r : rows)
+                     out.append(py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round));
                  return out;
              })
         .def("verify",
@@ -194,7 +195,8 @@ PYBIND11_MODULE(_core, m) {
             py::gil_scoped_release nogil;
             return check_pages(path, deep);
         },
-        py::arg("path"), py::arg("deep") = true, "Structural problems of path/data.mdb, read without LMDB's map; [] when sound.");
+        py::arg("path"), py::arg("deep") = true,
+        "Structural problems of path/data.mdb, read without LMDB's map; [] when sound.");
 
     bind_fence(m);
 }

@@ -12,14 +12,20 @@ namespace agentsensus {
 struct Be64 {
     unsigned char b[8];
     explicit Be64(uint64_t v) {
-        for (int i = 7; i >= 0; --i) { b[i] = static_cast<unsigned char>(v & 0xff); v >>= 8; }
+        for (int i = 7; i >= 0; --i) {
+            b[i] = static_cast<unsigned char>(v & 0xff);
+            v >>= 8;
+        }
     }
 };
 
 struct Be32 {
     unsigned char b[4];
     explicit Be32(uint32_t v) {
-        for (int i = 3; i >= 0; --i) { b[i] = static_cast<unsigned char>(v & 0xff); v >>= 8; }
+        for (int i = 3; i >= 0; --i) {
+            b[i] = static_cast<unsigned char>(v & 0xff);
+            v >>= 8;
+        }
     }
 };
 

@@ -39,8 +39,7 @@ uint64_t file_size(const std::string& path) {
 
 void fsync_path(const std::string& path, int flags) {
     Fd f{::open(path.c_str(), flags)};
-    if (f.fd < 0 || ::fsync(f.fd) != 0)
-        throw Error("cannot fsync " + path + ": " + std::strerror(errno));
+    if (f.fd < 0 || ::fsync(f.fd) != 0) throw Error("cannot fsync " + path + ": " + std::strerror(errno));
 }
 
 }  // namespace

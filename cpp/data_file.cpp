@@ -79,8 +79,7 @@ void guard_data_file(const std::string& dir, bool writable) {
     // posix_fallocate never shrinks the file, so a writer growing it
     // meanwhile loses nothing.
     int rc = posix_fallocate(f.fd, st.st_size, static_cast<off_t>(need - st.st_size));
-    if (rc != 0)
-        throw Corrupt("data.mdb in " + dir + " is truncated and cannot be extended: " + std::strerror(rc));
+    if (rc != 0) throw Corrupt("data.mdb in " + dir + " is truncated and cannot be extended: " + std::strerror(rc));
 }
 
 }  // namespace agentsensus

@@ -77,17 +77,17 @@ public:
           vec_(s.dim_) {}
 
     std::vector<std::string> run() {
-        owner_names();      // I2
-        records();          // I3
-        vectors();          // I4
-        owner_sets();       // I5
-        hist();             // I6
-        edges();            // I7
-        text_index();       // I8
-        merge_log();        // I9
-        journal();          // I10
-        index();            // I11
-        said();             // I12
+        owner_names();  // I2
+        records();      // I3
+        vectors();      // I4
+        owner_sets();   // I5
+        hist();         // I6
+        edges();        // I7
+        text_index();   // I8
+        merge_log();    // I9
+        journal();      // I10
+        index();        // I11
+        said();         // I12
         return std::move(out_);
     }
 
@@ -105,7 +105,8 @@ private:
             MDB_val back;
             if (!agentsensus::get(t_, db_.owners_by_name, v, back) || back.mv_size != 4 ||
                 load<uint32_t>(back.mv_data) != a)
-                bad("owner '" + std::string(view(v)) + "' (id " + std::to_string(a) + ") is missing from the name index");
+                bad("owner '" + std::string(view(v)) + "' (id " + std::to_string(a) +
+                    ") is missing from the name index");
             if (a >= next_owner_) bad("owner id " + std::to_string(a) + " is beyond the owner counter");
         });
         each(t_, db_.owners_by_name, [&](MDB_val& k, MDB_val& v) {
@@ -123,8 +124,10 @@ private:
             records_.insert(id);
             RecordHeader h;
             std::string_view text;
-            if (!decode_record(v, h, text)) bad(id_str(id) + " is damaged (too short)");
-            else if (text.empty()) bad(id_str(id) + " has empty text");
+            if (!decode_record(v, h, text))
+                bad(id_str(id) + " is damaged (too short)");
+            else if (text.empty())
+                bad(id_str(id) + " has empty text");
             if (id == 0 || id >= next_id_)
                 bad(id_str(id) + " is beyond the record counter (" + std::to_string(next_id_) + ")");
             try {
@@ -178,15 +181,18 @@ private:
                 }
                 more = c.op(key, ov, MDB_NEXT_DUP);
             }
-            if (n == 0) bad(id_str(id) + " has no owner");
-            else ++hist_[static_cast<uint32_t>(n)];
+            if (n == 0)
+                bad(id_str(id) + " has no owner");
+            else
+                ++hist_[static_cast<uint32_t>(n)];
         }
         each(t_, db_.owned, [&](MDB_val& k, MDB_val& v) {
             if (k.mv_size != 4 || v.mv_size != 8) return bad("an owner-list entry is damaged");
             uint32_t a = read_be32(k.mv_data);
             uint64_t id = load<uint64_t>(v.mv_data);
             Be64 ik(id);
-            if (!records_.count(id)) bad("owner '" + names_[a] + "' lists missing " + id_str(id));
+            if (!records_.count(id))
+                bad("owner '" + names_[a] + "' lists missing " + id_str(id));
             else if (!has_pair(t_, db_.owners, val(ik.b, 8), val(&a, 4)))
                 bad("owner '" + names_[a] + "' lists " + id_str(id) + ", whose owner set lacks it");
         });
@@ -273,8 +279,10 @@ private:
             JournalEntry e;
             if (k.mv_size != 8 || !decode_journal(v, e)) return bad("a journal entry is damaged");
             last = read_be64(k.mv_data);
-            if (e.op == kAdd) replay.insert(e.record);
-            else if (e.op == kDel) replay.erase(e.record);
+            if (e.op == kAdd)
+                replay.insert(e.record);
+            else if (e.op == kDel)
+                replay.erase(e.record);
             else if (e.op != kOwn && e.op != kDisown)
                 bad("journal entry " + std::to_string(last) + " has an unknown operation");
         });

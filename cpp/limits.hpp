@@ -11,7 +11,7 @@ constexpr size_t kMaxOwnerBytes = 255;             // UTF-8 bytes of an owner na
 // Owners of one record: get and recall return the whole owner set, so this
 // bounds one row's size (at most about 1 MiB of names).
 constexpr size_t kMaxOwnersPerRecord = 4096;
-constexpr size_t kMaxDim = 16384;                  // vector dimensions
-constexpr size_t kDigestBytes = 16;                // normalized-text digest
+constexpr size_t kMaxDim = 16384;    // vector dimensions
+constexpr size_t kDigestBytes = 16;  // normalized-text digest
 
 }  // namespace agentsensus

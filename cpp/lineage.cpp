@@ -147,7 +147,7 @@ std::optional<Lineage::KeyRec> Lineage::key_rec(MDB_txn* txn, std::string_view k
 
 std::optional<uint32_t> Lineage::owner_id(MDB_txn* txn, std::string_view owner) {
     if (!present_) return std::nullopt;
-    char k[1 + kMaxOwnerBytes];  // no allocation: a check asks once per owner
+    char k[1 + kMaxOwnerBytes];                              // no allocation: a check asks once per owner
     if (owner.size() > kMaxOwnerBytes) return std::nullopt;  // longer names are never stored
     k[0] = 'n';
     std::memcpy(k + 1, owner.data(), owner.size());
@@ -276,7 +276,8 @@ uint64_t Lineage::apply_one(MDB_txn* txn, const LineageOp& op) {
     };
     std::vector<Resolved> inputs;
     if (op.kind == LineageOp::derive) {
-        if (op.inputs.empty()) throw InvalidArgument("inputs of " + quoted(op.key) + " is empty: a derived item needs at least one input");
+        if (op.inputs.empty())
+            throw InvalidArgument("inputs of " + quoted(op.key) + " is empty: a derived item needs at least one input");
         if (op.inputs.size() > kMaxInputs)
             throw InvalidArgument("inputs of " + quoted(op.key) + " has " + std::to_string(op.inputs.size()) +
                                   " entries; the limit is " + std::to_string(kMaxInputs));
@@ -322,7 +323,8 @@ uint64_t Lineage::apply_one(MDB_txn* txn, const LineageOp& op) {
         ValueDigest have;
         if (version == 0) throw InvalidArgument("restored version of " + quoted(op.key) + " must be at least 1");
         if (version_digest(txn, r.id, version, have))
-            throw InvalidArgument("version " + std::to_string(version) + " of " + quoted(op.key) + " is already recorded");
+            throw InvalidArgument("version " + std::to_string(version) + " of " + quoted(op.key) +
+                                  " is already recorded");
         if (version > r.head) r.head = version;
     } else if (op.kind == LineageOp::observe) {
         version = op.version;
@@ -460,15 +462,11 @@ std::vector<uint32_t> Lineage::rank_owners(MDB_txn* txn, const std::vector<uint3
 
 namespace {
 
-template <class L>
-bool link_less(const L& a, const L& b) {
+template <class L> bool link_less(const L& a, const L& b) {
     return a.key != b.key ? a.key < b.key : a.version < b.version;
 }
 
-template <class L>
-bool link_same(const L& a, const L& b) {
-    return a.version == b.version && a.key == b.key;
-}
+template <class L> bool link_same(const L& a, const L& b) { return a.version == b.version && a.key == b.key; }
 
 }  // namespace
 
@@ -708,9 +706,8 @@ namespace {
 
 // Judges one owner's links against its answer (nullptr: none came) and adds
 // what is stale to r. Links are LinkRow or Lineage::Link: key and version.
-template <class L>
-void judge(const L* links, size_t n, std::string_view owner, size_t query_bytes, const std::string* answer,
-           std::vector<HeadAnswer>& a, CheckResult& r) {
+template <class L> void judge(const L* links, size_t n, std::string_view owner, size_t query_bytes,
+                              const std::string* answer, std::vector<HeadAnswer>& a, CheckResult& r) {
     r.bytes += query_bytes;
     StaleWhy blanket = StaleWhy::no_answer;
     bool ok = false;
@@ -776,8 +773,8 @@ CheckResult Lineage::check_local(std::string_view key, const Scope* scope) {
     std::vector<HeadAnswer> a;
     for (size_t g = 0; g < groups; ++g) {
         encode_answer(asks[g].heads, answer);
-        judge(w.links.data() + w.starts[g], w.starts[g + 1] - w.starts[g], w.owners[g], queries[g].size(), &answer,
-              a, r);
+        judge(w.links.data() + w.starts[g], w.starts[g + 1] - w.starts[g], w.owners[g], queries[g].size(), &answer, a,
+              r);
     }
     r.current = r.stale.empty();
     return r;
@@ -842,9 +839,11 @@ std::vector<std::string> Lineage::verify() {
                 continue;
             }
             KeyRec r = load<KeyRec>(v.mv_data);
-            if (!owners.count(r.owner)) bad("key " + quoted(name) + " is owned by unknown owner id " + std::to_string(r.owner));
+            if (!owners.count(r.owner))
+                bad("key " + quoted(name) + " is owned by unknown owner id " + std::to_string(r.owner));
             if (r.id >= next_key) bad("key " + quoted(name) + " has an id beyond the key counter");
-            if (!keys.emplace(r.id, std::make_pair(name, r)).second) bad("key " + quoted(name) + " shares its id with another key");
+            if (!keys.emplace(r.id, std::make_pair(name, r)).second)
+                bad("key " + quoted(name) + " shares its id with another key");
             by_name[name] = r;
             if (r.head == 0) continue;
             MDB_val hv;

@@ -25,8 +25,8 @@ namespace agentsensus {
 constexpr size_t kValueDigestBytes = 16;
 // UTF-8 bytes of a lineage key: it is an LMDB key, and LMDB's limit is 511.
 constexpr size_t kMaxKeyBytes = 511;
-constexpr size_t kMaxValueBytes = size_t(64) << 20; // one version's value
-constexpr size_t kMaxInputs = 65535;               // links of one derived version
+constexpr size_t kMaxValueBytes = size_t(64) << 20;  // one version's value
+constexpr size_t kMaxInputs = 65535;                 // links of one derived version
 
 using ValueDigest = std::array<unsigned char, kValueDigestBytes>;
 using Scope = std::unordered_set<std::string>;
@@ -51,8 +51,8 @@ struct LineageOp {
     std::string owner;
     ValueDigest digest{};
     std::string value;
-    uint64_t version = 0;                                   // observe and restore only
-    std::vector<std::pair<std::string, uint64_t>> inputs;   // derive only
+    uint64_t version = 0;                                  // observe and restore only
+    std::vector<std::pair<std::string, uint64_t>> inputs;  // derive only
     // Import: write exactly this version with this kind (the key's head
     // becomes the highest version written). The version must be new.
     bool restore = false;
@@ -112,7 +112,7 @@ public:
     // Any failure leaves the lineage unchanged.
     std::vector<uint64_t> apply(const std::vector<LineageOp>& ops, bool commit);
 
-    KeyInfo info(std::string_view key);                        // NotFound when unknown
+    KeyInfo info(std::string_view key);                         // NotFound when unknown
     std::string value(std::string_view key, uint64_t version);  // version 0: the head
     std::vector<std::string> keys();                            // every key, sorted
     std::vector<VersionRow> versions(std::string_view key);     // every recorded version, ascending

@@ -69,7 +69,7 @@ public:
     struct Options {
         bool readonly = false;
         bool create = true;
-        bool sync = true;           // fsync on every commit (the safe default)
+        bool sync = true;  // fsync on every commit (the safe default)
         size_t initial_map = size_t(256) << 20;
         unsigned max_dbs = 32;
         unsigned max_readers = 1022;

@@ -17,7 +17,7 @@ namespace agentsensus {
 namespace {
 
 struct Held {
-    std::string path;    // as the holder named it
+    std::string path;  // as the holder named it
     OpenClaim::Purpose purpose;
     uint64_t token;
     uint64_t generation;  // fork_generation() when claimed
@@ -70,7 +70,8 @@ OpenClaim::OpenClaim(const std::string& dir, Purpose purpose) {
         if (h.purpose == Purpose::compact)
             throw Error(at + " is being compacted in this process: open it when compact returns");
         if (purpose == Purpose::compact) throw Error(at + " is open in this process: close it before compacting");
-        throw Error(at + " is already open in this process (LMDB allows one open per store per process; "
+        throw Error(at +
+                    " is already open in this process (LMDB allows one open per store per process; "
                     "share the Store object)");
     }
     uint64_t token = r.next_token++;

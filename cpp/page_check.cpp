@@ -122,7 +122,8 @@ private:
                std::vector<uint64_t>* kids) {
         uint16_t lower = at<uint16_t>(p + 12), upper = at<uint16_t>(p + 14);
         if (lower < kHdr || lower > upper || upper > size || (lower - kHdr) % 2) {
-            bad(where + " has a damaged header (lower " + std::to_string(lower) + ", upper " + std::to_string(upper) + ")");
+            bad(where + " has a damaged header (lower " + std::to_string(lower) + ", upper " + std::to_string(upper) +
+                ")");
             return false;
         }
         size_t n = (lower - kHdr) / 2;
@@ -164,7 +165,8 @@ private:
                 if (dsize != kDb) return bad(node + " holds a damaged table record"), false;
                 std::string name = t.main && !(nflags & kDupData) ? "table '" + printable(nd + kNode, ksize) + "'"
                                                                   : t.name + " duplicates";
-                pending_.push_back(Tree{at<uint64_t>(data + 40), at<uint16_t>(data + 4), at<uint32_t>(data), false, name});
+                pending_.push_back(
+                    Tree{at<uint64_t>(data + 40), at<uint16_t>(data + 4), at<uint32_t>(data), false, name});
             } else if (nflags & kDupData) {
                 subpage(data, dsize, node);
             }
@@ -285,7 +287,8 @@ std::vector<std::string> check_pages(const std::string& dir, bool deep) {
         uint64_t npages = static_cast<uint64_t>(st.st_size) / m.psize;
         Walker w(f.fd, m.psize, std::min<uint64_t>(npages, m.last + 1));
         const unsigned char* dbs = m.dbs;
-        w.walk(Tree{at<uint64_t>(dbs + kDb + 40), at<uint16_t>(dbs + kDb + 4), at<uint32_t>(dbs + kDb), true, "main tree"});
+        w.walk(Tree{at<uint64_t>(dbs + kDb + 40), at<uint16_t>(dbs + kDb + 4), at<uint32_t>(dbs + kDb), true,
+                    "main tree"});
         if (deep) {
             w.walk(Tree{at<uint64_t>(dbs + 40), at<uint16_t>(dbs + 4), at<uint32_t>(dbs), false, "free list"});
             while (!w.pending_.empty() && w.problems.size() < kMaxProblems) {

@@ -126,15 +126,15 @@ inline MDB_val meta_key(const MetaKey& key) {
     return v;
 }
 
-constexpr MetaKey kMetaSchema{"schema", 4};        // u32 kSchemaVersion
-constexpr MetaKey kMetaDim{"dim", 4};              // u32 vector dimensions, 1..kMaxDim
-constexpr MetaKey kMetaMetric{"metric", 4};        // u32 Metric: 0 cos, 1 ip, 2 l2sq
-constexpr MetaKey kMetaUuid{"uuid", 16};           // the store's identity; repair gives a new one
-constexpr MetaKey kMetaNextId{"next_id", 8};       // u64 the next record id
-constexpr MetaKey kMetaNextMerge{"next_merge", 8}; // u64 the next merge seq
+constexpr MetaKey kMetaSchema{"schema", 4};             // u32 kSchemaVersion
+constexpr MetaKey kMetaDim{"dim", 4};                   // u32 vector dimensions, 1..kMaxDim
+constexpr MetaKey kMetaMetric{"metric", 4};             // u32 Metric: 0 cos, 1 ip, 2 l2sq
+constexpr MetaKey kMetaUuid{"uuid", 16};                // the store's identity; repair gives a new one
+constexpr MetaKey kMetaNextId{"next_id", 8};            // u64 the next record id
+constexpr MetaKey kMetaNextMerge{"next_merge", 8};      // u64 the next merge seq
 constexpr MetaKey kMetaNextJournal{"next_journal", 8};  // u64 the next journal seq
-constexpr MetaKey kMetaDeposits{"deposits", 8};    // u64 deposits committed (RecordHeader.deposit)
-constexpr MetaKey kMetaLinked{"linked", 8};        // u64 records with at least one edge
+constexpr MetaKey kMetaDeposits{"deposits", 8};         // u64 deposits committed (RecordHeader.deposit)
+constexpr MetaKey kMetaLinked{"linked", 8};             // u64 records with at least one edge
 // u64 the next owner id; named from before the API said "owner" (see above).
 constexpr MetaKey kMetaNextOwner{"next_agent", 8};
 
@@ -235,8 +235,7 @@ inline std::string encode_merge(const MergeEntry& m) {
 inline bool decode_merge(const MDB_val& v, MergeEntry& m) {
     Reader r(v.mv_data, v.mv_size);
     uint32_t kept_len = 0;
-    if (!r.get(m.survivor) || !r.get(m.owner) || !r.get(m.round) || !r.get(kept_len) ||
-        !r.get_bytes(kept_len, m.kept))
+    if (!r.get(m.survivor) || !r.get(m.owner) || !r.get(m.round) || !r.get(kept_len) || !r.get_bytes(kept_len, m.kept))
         return false;
     m.discarded = r.rest();
     return true;

@@ -327,8 +327,7 @@ void Store::catch_up_locked(MDB_txn* txn) {
                 if (!index_->contains(id) && !pending.count(id) && vector_of(txn, id, add_vecs.data() + at)) {
                     adds.push_back(id);
                     pending.insert(id);
-                }
-                else
+                } else
                     add_vecs.resize(at);
                 if (allow != allow_.end()) set_bit(allow->second, id);
                 break;
@@ -342,8 +341,7 @@ void Store::catch_up_locked(MDB_txn* txn) {
             case kDel:
                 if (index_->contains(id)) index_->remove(id);
                 break;
-            default:
-                throw Corrupt("journal entry has an unknown operation");
+            default: throw Corrupt("journal entry has an unknown operation");
         }
         applied_seq_ = seq;
         more = c.op(k, v, MDB_NEXT);
@@ -919,8 +917,7 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
         while (more) {
             std::string digest(view(v));
             MDB_val cur;
-            if (agentsensus::get(txn, db_.norms, val(digest), cur) && cur.mv_size == 8 &&
-                read_be64(cur.mv_data) == id)
+            if (agentsensus::get(txn, db_.norms, val(digest), cur) && cur.mv_size == 8 && read_be64(cur.mv_data) == id)
                 del(txn, db_.norms, val(digest));
             more = c.op(key, v, MDB_NEXT_DUP);
         }
@@ -960,8 +957,8 @@ void Store::scrub_del(MDB_txn* txn, MDB_dbi dbi, MDB_val key) {
 void Store::put_said(MDB_txn* txn, uint64_t id, uint64_t n, uint32_t oid, uint32_t round, const float* vector,
                      std::string_view text) {
     auto k = said_key(id, n);
-    std::string_view vec = vector ? std::string_view(reinterpret_cast<const char*>(vector), dim_ * sizeof(float))
-                                  : std::string_view();
+    std::string_view vec =
+        vector ? std::string_view(reinterpret_cast<const char*>(vector), dim_ * sizeof(float)) : std::string_view();
     put(txn, db_.said, val(k.data(), k.size()), val(encode_said(SaidEntry{oid, round, vec, text})));
 }
 
@@ -1058,33 +1055,33 @@ bool Store::forget(const std::string& owner, uint64_t id, const ForgetPlan& plan
     check_open();
     bool done = true;
     try {
-    env_->write([&](MDB_txn* txn) {
-        Be64 k(id);
-        MDB_val rv;
-        if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv)) throw NotFound("no record " + std::to_string(id));
-        auto oid = owner_id(txn, owner);
-        MDB_val own = val(oid ? &*oid : nullptr, 4);
-        if (!oid || !del(txn, db_.owners, val(k.b, 8), &own))
-            throw NotFound("record " + std::to_string(id) + " is not owned by '" + owner + "'");
-        Be32 ak(*oid);
-        MDB_val idv = val(&id, 8);
-        del(txn, db_.owned, val(ak.b, 4), &idv);
-        Cursor c(txn, db_.owners);
-        MDB_val key = val(k.b, 8), v;
-        size_t left = 0;
-        if (c.op(key, v, MDB_SET)) {
-            int rc = mdb_cursor_count(c.get(), &left);
-            if (rc) throw_lmdb(rc, "mdb_cursor_count");
-        }
-        hist_add(txn, static_cast<uint32_t>(left + 1), -1);
-        hist_add(txn, static_cast<uint32_t>(left), +1);
-        journal(txn, kDisown, id, *oid);
-        if (left == 0) {
-            delete_record(txn, id);
-        } else if (!forget_words(txn, id, *oid, plan)) {
-            throw CommitAbort{};
-        }
-    });
+        env_->write([&](MDB_txn* txn) {
+            Be64 k(id);
+            MDB_val rv;
+            if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv)) throw NotFound("no record " + std::to_string(id));
+            auto oid = owner_id(txn, owner);
+            MDB_val own = val(oid ? &*oid : nullptr, 4);
+            if (!oid || !del(txn, db_.owners, val(k.b, 8), &own))
+                throw NotFound("record " + std::to_string(id) + " is not owned by '" + owner + "'");
+            Be32 ak(*oid);
+            MDB_val idv = val(&id, 8);
+            del(txn, db_.owned, val(ak.b, 4), &idv);
+            Cursor c(txn, db_.owners);
+            MDB_val key = val(k.b, 8), v;
+            size_t left = 0;
+            if (c.op(key, v, MDB_SET)) {
+                int rc = mdb_cursor_count(c.get(), &left);
+                if (rc) throw_lmdb(rc, "mdb_cursor_count");
+            }
+            hist_add(txn, static_cast<uint32_t>(left + 1), -1);
+            hist_add(txn, static_cast<uint32_t>(left), +1);
+            journal(txn, kDisown, id, *oid);
+            if (left == 0) {
+                delete_record(txn, id);
+            } else if (!forget_words(txn, id, *oid, plan)) {
+                throw CommitAbort{};
+            }
+        });
     } catch (const CommitAbort&) {
         done = false;
     }
@@ -1201,8 +1198,8 @@ void Store::scrub_merges(MDB_txn* txn, uint64_t id, uint32_t oid, const std::uno
             MergeEntry e;
             if (!agentsensus::get(txn, db_.merges, val(seq), mv) || !decode_merge(mv, e))
                 throw Corrupt("merge log entry of record " + std::to_string(id) + " is damaged");
-            bool keep = e.owner != oid && (!texts || (texts->count(std::string(e.kept)) &&
-                                                      texts->count(std::string(e.discarded))));
+            bool keep = e.owner != oid &&
+                        (!texts || (texts->count(std::string(e.kept)) && texts->count(std::string(e.discarded))));
             if (!keep) gone.push_back(seq);
             more = c.op(key, v, MDB_NEXT_DUP);
         }
@@ -1359,7 +1356,8 @@ void Store::create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, con
 std::optional<std::string> Store::merge_conflict(MDB_txn* txn, uint64_t id, const StatementPlan& s) {
     Be64 k(id);
     MDB_val rv;
-    if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv)) return "record " + std::to_string(id) + " was deleted meanwhile";
+    if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv))
+        return "record " + std::to_string(id) + " was deleted meanwhile";
     RecordHeader h;
     std::string_view current;
     if (!decode_record(rv, h, current)) throw Corrupt("record " + std::to_string(id) + " is damaged");
@@ -1369,8 +1367,8 @@ std::optional<std::string> Store::merge_conflict(MDB_txn* txn, uint64_t id, cons
 
 // The merge: record id takes the kept text, the merge log what was let go
 // of, the owner set the depositor, and the text index the statement's digest.
-void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t oid,
-                       uint32_t round, uint64_t& next_merge) {
+void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t oid, uint32_t round,
+                       uint64_t& next_merge) {
     Be64 k(id);
     MDB_val rv;
     RecordHeader h;

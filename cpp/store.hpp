@@ -34,11 +34,11 @@ struct Row {
 };
 
 struct PrepareResult {
-    uint64_t seq = 0;                 // journal position of the snapshot
-    std::vector<uint64_t> exact;      // per statement: record with the same normalized text, or 0
-    std::vector<uint32_t> offsets;    // per statement: candidates[offsets[i], offsets[i+1])
-    std::vector<Hit> candidates;      // similarity >= min_similarity, best first
-    std::vector<Row> records;         // every distinct record named above
+    uint64_t seq = 0;               // journal position of the snapshot
+    std::vector<uint64_t> exact;    // per statement: record with the same normalized text, or 0
+    std::vector<uint32_t> offsets;  // per statement: candidates[offsets[i], offsets[i+1])
+    std::vector<Hit> candidates;    // similarity >= min_similarity, best first
+    std::vector<Row> records;       // every distinct record named above
 };
 
 // What to do with one statement at commit. target: 0 makes a new record;
@@ -62,8 +62,8 @@ struct DepositPlan {
 
 struct CommitResult {
     bool conflict = false;
-    std::string why;                          // set on conflict
-    std::vector<std::vector<uint64_t>> ids;   // per deposit, per statement
+    std::string why;                         // set on conflict
+    std::vector<std::vector<uint64_t>> ids;  // per deposit, per statement
 };
 
 struct MergeRow {
@@ -89,9 +89,9 @@ struct SaidRow {
 struct ForgetPlan {
     std::string expected_text;
     uint64_t expected_rows = 0, expected_last = 0;  // row count and the largest n
-    std::string text;                  // the record's text afterwards
-    uint64_t vector_from = 0;          // row whose vector the record takes when row 0 goes
-    std::vector<std::string> digests;  // the record's text digests afterwards
+    std::string text;                               // the record's text afterwards
+    uint64_t vector_from = 0;                       // row whose vector the record takes when row 0 goes
+    std::vector<std::string> digests;               // the record's text digests afterwards
 };
 
 // One record with everything an exact copy of the store needs (export and
@@ -130,14 +130,14 @@ struct Stats {
 };
 
 struct StoreOptions {
-    uint32_t dim = 0;               // 0: take it from the store (required to create)
+    uint32_t dim = 0;  // 0: take it from the store (required to create)
     Metric metric = Metric::cos;
-    bool metric_given = false;      // check metric against an existing store
+    bool metric_given = false;  // check metric against an existing store
     bool create = true;
     bool readonly = false;
     bool sync = true;
     size_t map_size = size_t(256) << 20;  // initial LMDB map; it grows on demand
-    size_t exact_cutoff = 4096;     // owners with at most this many records are scanned exactly
+    size_t exact_cutoff = 4096;           // owners with at most this many records are scanned exactly
     IndexParams index;
 };
 
@@ -159,8 +159,7 @@ public:
     }
 
     // Phase 1: nearest records for each statement, on a read snapshot.
-    PrepareResult prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k,
-                          float min_similarity);
+    PrepareResult prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k, float min_similarity);
     // Phase 3: apply plans in one write transaction. If the store moved since
     // prepared_seq in a way that could change a decision, nothing is written
     // and the result says conflict (the four conflicts: see commit_deposit).
@@ -219,8 +218,8 @@ private:
 
     // One handle per table of schema.hpp.
     struct Dbs {
-        MDB_dbi meta, records, vectors, owners, owned, owners_by_name, owner_names, edges, merges, rmerges,
-            norms, rnorms, journal, hist, said;
+        MDB_dbi meta, records, vectors, owners, owned, owners_by_name, owner_names, edges, merges, rmerges, norms,
+            rnorms, journal, hist, said;
     };
     // A record another writer added after a commit's prepare, with its vector.
     struct Rival {
@@ -250,8 +249,8 @@ private:
     // rows with their edges.
     size_t search_cost(size_t width) const;  // in scanned vectors
     void ensure_allow_set(uint32_t owner);
-    bool search_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k, size_t count, size_t total,
-                      size_t wanted, std::vector<Hit>& hits);
+    bool search_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k, size_t count, size_t total, size_t wanted,
+                      std::vector<Hit>& hits);
     std::vector<Hit> scan_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k);
     std::vector<Row> recall_rows(MDB_txn* txn, uint32_t owner, const std::vector<Hit>& hits, bool expand);
     std::vector<uint64_t> neighbors_in(MDB_txn* txn, uint64_t id);
@@ -276,8 +275,8 @@ private:
     void create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t owner,
                        uint32_t round, uint64_t deposit);
     std::optional<std::string> merge_conflict(MDB_txn* txn, uint64_t id, const StatementPlan& s);
-    void merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t owner,
-                    uint32_t round, uint64_t& next_merge);
+    void merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t owner, uint32_t round,
+                    uint64_t& next_merge);
     void link_deposit(MDB_txn* txn, const std::vector<uint64_t>& ids);
 
     // The steps of restore (an import batch): its rows checked before the
@@ -304,8 +303,8 @@ private:
     void retext_said(MDB_txn* txn, uint64_t id, std::string_view after);
     void scrub_merges(MDB_txn* txn, uint64_t id, uint32_t owner, const std::unordered_set<std::string>* texts);
     // One merge-log entry at seq, indexed under its survivor.
-    void put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t owner, uint32_t round,
-                   std::string_view kept, std::string_view discarded);
+    void put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t owner, uint32_t round, std::string_view kept,
+                   std::string_view discarded);
     uint64_t meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t dflt = 0);
     void set_meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t v);
     Counters read_counters(MDB_txn* txn);

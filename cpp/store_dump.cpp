@@ -41,7 +41,8 @@ std::vector<DumpRow> Store::dump(uint64_t after, size_t limit) {
         bool dmore = dc.op(dk, dv, MDB_SET);
         if (dmore) dmore = dc.op(dk, dv, MDB_FIRST_DUP);
         while (dmore) {
-            if (dv.mv_size != kDigestBytes) throw Corrupt("text digest of record " + std::to_string(id) + " is damaged");
+            if (dv.mv_size != kDigestBytes)
+                throw Corrupt("text digest of record " + std::to_string(id) + " is damaged");
             d.digests.emplace_back(view(dv));
             dmore = dc.op(dk, dv, MDB_NEXT_DUP);
         }
@@ -161,7 +162,8 @@ void Store::check_dump_row(const DumpRow& r) const {
         if ((i == 0) != (sr.n == 0)) throw InvalidArgument(what + ": its statements must start with row 0 and ascend");
         if (i > 0 && sr.n <= r.said[i - 1].n) throw InvalidArgument(what + ": its statements must ascend");
         if (sr.vector.size() != (sr.n == 0 ? 0 : dim_))
-            throw InvalidArgument(sw + (sr.n == 0 ? " (row 0) has no vector of its own" : " needs a vector of dim floats"));
+            throw InvalidArgument(sw +
+                                  (sr.n == 0 ? " (row 0) has no vector of its own" : " needs a vector of dim floats"));
         if (!finite_vector(sr.vector)) throw InvalidArgument(sw + ": vector has NaN or inf");
         if (sr.text.empty() || sr.text.size() > kMaxStatementBytes)
             throw InvalidArgument(sw + ": text must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
@@ -190,8 +192,7 @@ void Store::load_row(MDB_txn* txn, const DumpRow& r) {
         journal(txn, i == 0 ? kAdd : kOwn, r.id, oid);
     }
     for (const SaidRow& sr : r.said)
-        put_said(txn, r.id, sr.n, ensure_owner(txn, sr.owner), sr.round,
-                 sr.vector.empty() ? nullptr : sr.vector.data(),
+        put_said(txn, r.id, sr.n, ensure_owner(txn, sr.owner), sr.round, sr.vector.empty() ? nullptr : sr.vector.data(),
                  sr.text == r.text ? std::string_view() : std::string_view(sr.text));
     for (uint64_t e : r.edges) {
         if (e == r.id) throw InvalidArgument(what + " has an edge to itself");

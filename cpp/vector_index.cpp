@@ -43,14 +43,13 @@ struct Mapping {
 
 // Maps path and checks magic, header, size and checksum; on success m holds
 // the mapping and h the header.
-bool map_checked(const std::string& path, size_t dim, Metric metric, IndexHeader& h, Mapping& m,
-                 std::string& why) {
+bool map_checked(const std::string& path, size_t dim, Metric metric, IndexHeader& h, Mapping& m, std::string& why) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         why = "no index file";
         return false;
     }
-    struct stat st {};
+    struct stat st{};
     bool ok = ::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= kBodyOffset;
     void* p = ok ? ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
     ::close(fd);
@@ -190,9 +189,7 @@ struct VectorIndex::Impl {
         return true;
     }
 
-    float to_score(float distance) const {
-        return metric == Metric::l2sq ? -distance : 1.0f - distance;
-    }
+    float to_score(float distance) const { return metric == Metric::l2sq ? -distance : 1.0f - distance; }
 
     std::vector<Hit> collect(us::index_dense_t::search_result_t& r) const {
         check(r, "usearch search");
@@ -205,8 +202,7 @@ struct VectorIndex::Impl {
     }
 };
 
-VectorIndex::VectorIndex(size_t dim, Metric metric, const IndexParams& params)
-    : impl_(new Impl(dim, metric, params)) {}
+VectorIndex::VectorIndex(size_t dim, Metric metric, const IndexParams& params) : impl_(new Impl(dim, metric, params)) {}
 
 VectorIndex::~VectorIndex() = default;
 
@@ -364,7 +360,7 @@ void VectorIndex::save(const std::string& path, const IndexHeader& given) const 
     if (ok) {
         // The checksum of what reached the file, read back through a mapping.
         int fd = ::fileno(f);
-        struct stat st {};
+        struct stat st{};
         ok = ::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= kBodyOffset;
         void* p = ok ? ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
         ok = p != MAP_FAILED;
@@ -406,6 +402,5 @@ bool VectorIndex::view(const std::string& path, IndexHeader& h, std::string& why
     impl_->map = std::move(m);
     return true;
 }
-
 
 }  // namespace agentsensus

@@ -51,8 +51,7 @@ public:
     // scores as similarity() over the stored vectors. Ids the index does not
     // hold are skipped and appended to absent. Long scans go through a
     // compact int8 copy (scan_rows.hpp), made on the first and kept up to date.
-    std::vector<Hit> scan(const float* q, const uint64_t* ids, size_t n, size_t k,
-                          std::vector<uint64_t>& absent) const;
+    std::vector<Hit> scan(const float* q, const uint64_t* ids, size_t n, size_t k, std::vector<uint64_t>& absent) const;
 
     // Writes header + index to path atomically (temp file, fsync, rename).
     void save(const std::string& path, const IndexHeader& h) const;
