@@ -14,8 +14,9 @@ from helpers import DIM, unit
 
 
 def test_create_needs_dim(store_path):
-    with pytest.raises(ValueError, match="dim"):
+    with pytest.raises(ValueError, match="dim is required"):
         Store(store_path)
+    assert not os.path.exists(store_path), "a refused create wrote files"
     # nothing is left behind that would make a later open think it exists
     with Store(store_path, dim=DIM) as s:
         assert s.dim == DIM

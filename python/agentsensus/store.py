@@ -140,6 +140,10 @@ class Store:
         self.path = os.fspath(path)
         if not create and not os.path.isdir(self.path):
             raise FileNotFoundError(f"no store at {self.path} (create=False)")
+        if create and not readonly and dim is None and not os.path.exists(os.path.join(self.path, "data.mdb")):
+            # Refused before the engine creates the directory and its files:
+            # a bad call writes nothing (the engine says the same of an empty data file).
+            raise ValueError(f"dim is required to create a store at {self.path}")
         if not readonly:
             remove_abandoned_imports(self.path)  # a killed import's directory beside it
         # One open per store per process, keyed on the directory's identity,
