@@ -154,6 +154,7 @@ def test_component_config_round_trip(tmp_path: Any) -> None:
         candidates=3,
         exact_cutoff=16,
         merge_policy="keep_names",
+        judge_sees_owners=True,
     )
     model = mem.dump_component()
     assert model.provider == "agentsensus.integrations.autogen.ConsensusMemory"
@@ -165,12 +166,18 @@ def test_component_config_round_trip(tmp_path: Any) -> None:
         0.55,
         3,
     )
-    assert c["store_options"] == {"dim": 384, "exact_cutoff": 16, "merge_policy": "keep_names"}
+    assert c["store_options"] == {
+        "dim": 384,
+        "exact_cutoff": 16,
+        "merge_policy": "keep_names",
+        "judge_sees_owners": True,
+    }
     asyncio.run(mem.close())
     again = ConsensusMemory.load_component(model)
     assert (again.owner, again.k, again.expand, again.embed) == ("Hamlet", 3, False, embedders.hash)
     st = again.store
     assert (st.min_similarity, st.candidates, st.judge.__name__) == (0.55, 3, "threshold(0.6)")
+    assert st.judge_sees_owners is True  # the store's disclosure setting survives the reload
     assert ConsensusMemory.load_component(again.dump_component()).dump_component() == again.dump_component()
     asyncio.run(again.close())
     for judge, spec in [

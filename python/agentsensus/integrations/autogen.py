@@ -45,7 +45,17 @@ _TEXT_TYPES = (MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value, MemoryM
 
 # Store options a config carries when the memory opened the store itself:
 # JSON values only (a callable merge_policy cannot be saved).
-_SAVED_OPTIONS = ("dim", "metric", "merge_policy", "sync", "exact_cutoff", "map_size", "expansion_search", "readonly")
+_SAVED_OPTIONS = (
+    "dim",
+    "metric",
+    "merge_policy",
+    "sync",
+    "exact_cutoff",
+    "map_size",
+    "expansion_search",
+    "readonly",
+    "judge_sees_owners",
+)
 
 
 class ConsensusMemoryConfig(BaseModel):
