@@ -908,21 +908,7 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
     }
     set_meta_u64(txn, kMetaLinked, linked);
 
-    // The text index entries that point here, found through the reverse index.
-    {
-        Cursor c(txn, db_.rnorms);
-        MDB_val key = val(k.b, 8), v;
-        bool more = c.op(key, v, MDB_SET);
-        if (more) more = c.op(key, v, MDB_FIRST_DUP);
-        while (more) {
-            std::string digest(view(v));
-            MDB_val cur;
-            if (agentsensus::get(txn, db_.norms, val(digest), cur) && cur.mv_size == 8 && read_be64(cur.mv_data) == id)
-                del(txn, db_.norms, val(digest));
-            more = c.op(key, v, MDB_NEXT_DUP);
-        }
-        del(txn, db_.rnorms, val(k.b, 8));
-    }
+    drop_text_digests(txn, id);
     // The merge log keeps texts: a deleted record takes its entries with it.
     {
         Cursor c(txn, db_.rmerges);
@@ -1157,21 +1143,7 @@ bool Store::forget_words(MDB_txn* txn, uint64_t id, uint32_t oid, const ForgetPl
     scrub_merges(txn, id, oid, &texts);
     // The record's digests become the plan's: those of the words that stay.
     {
-        std::vector<std::string> old;
-        Cursor c(txn, db_.rnorms);
-        MDB_val key = val(k.b, 8), v;
-        bool more = c.op(key, v, MDB_SET);
-        if (more) more = c.op(key, v, MDB_FIRST_DUP);
-        while (more) {
-            old.emplace_back(view(v));
-            more = c.op(key, v, MDB_NEXT_DUP);
-        }
-        for (const std::string& d : old) {
-            MDB_val cur;
-            if (agentsensus::get(txn, db_.norms, val(d), cur) && cur.mv_size == 8 && read_be64(cur.mv_data) == id)
-                del(txn, db_.norms, val(d));
-        }
-        del(txn, db_.rnorms, val(k.b, 8));
+        drop_text_digests(txn, id);
         for (const std::string& d : plan.digests) {
             if (d.size() != kDigestBytes) throw InvalidArgument("a text digest must be 16 bytes");
             MDB_val cur;
@@ -1180,6 +1152,30 @@ bool Store::forget_words(MDB_txn* txn, uint64_t id, uint32_t oid, const ForgetPl
         }
     }
     return true;
+}
+
+// Removes the text index entries that point at the record, found through the
+// reverse index, and the reverse entries themselves. An entry that another
+// record took over (an exact duplicate re-pointed) is left to that record.
+void Store::drop_text_digests(MDB_txn* txn, uint64_t id) {
+    Be64 k(id);
+    std::vector<std::string> digests;
+    {
+        Cursor c(txn, db_.rnorms);
+        MDB_val key = val(k.b, 8), v;
+        bool more = c.op(key, v, MDB_SET);
+        if (more) more = c.op(key, v, MDB_FIRST_DUP);
+        while (more) {
+            digests.emplace_back(view(v));
+            more = c.op(key, v, MDB_NEXT_DUP);
+        }
+    }
+    for (const std::string& d : digests) {
+        MDB_val cur;
+        if (agentsensus::get(txn, db_.norms, val(d), cur) && cur.mv_size == 8 && read_be64(cur.mv_data) == id)
+            del(txn, db_.norms, val(d));
+    }
+    del(txn, db_.rnorms, val(k.b, 8));
 }
 
 // Deletes the record's merge-log entries that the owner deposited or, when

@@ -302,6 +302,7 @@ private:
     void scrub_del(MDB_txn* txn, MDB_dbi dbi, MDB_val key);
     void retext_said(MDB_txn* txn, uint64_t id, std::string_view after);
     void scrub_merges(MDB_txn* txn, uint64_t id, uint32_t owner, const std::unordered_set<std::string>* texts);
+    void drop_text_digests(MDB_txn* txn, uint64_t id);
     // One merge-log entry at seq, indexed under its survivor.
     void put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t owner, uint32_t round, std::string_view kept,
                    std::string_view discarded);
