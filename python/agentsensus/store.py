@@ -112,13 +112,14 @@ class Store:
         if judge is not None and not callable(judge):
             raise TypeError("judge must be a callable list[JudgeRequest] -> list[int | None]")
         if dim is None and embed is not None and getattr(embed, "dim", None) is not None:
-            dim = int(embed.dim)  # Embed is a plain callable type: .dim is optional
+            # Embed is a plain callable type: .dim is optional, so mypy needs getattr
+            dim = int(getattr(embed, "dim"))  # noqa: B009
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
             raise ValueError(f"dim must be a positive int, got {dim!r}")
         if dim is not None and dim > _core.MAX_DIM:
             raise ValueError(f"dim must be at most {_core.MAX_DIM}, got {dim}")
         if embed is not None and getattr(embed, "dim", None) not in (None, dim):
-            raise ValueError(f"embed.dim={embed.dim} does not match dim={dim}")
+            raise ValueError(f"embed.dim={getattr(embed, 'dim')} does not match dim={dim}")  # noqa: B009
         if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 0:
             raise ValueError(f"candidates must be an int >= 0, got {candidates!r}")
         if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)):

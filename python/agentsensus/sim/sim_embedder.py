@@ -20,7 +20,8 @@ class CachedEmbedder:
 
     def __init__(self, embed: Callable[[list[str]], Any], dim: int | None = None, name: str = "") -> None:
         self.inner = embed
-        self.dim = int(dim if dim is not None else embed.dim)
+        # a plain callable type declares no .dim, so mypy needs getattr
+        self.dim = int(dim if dim is not None else getattr(embed, "dim"))  # noqa: B009
         self.name = name or type(embed).__name__
         self._cache: dict[str, npt.NDArray[np.float32]] = {}
 
