@@ -200,7 +200,8 @@ def test_bad_policy_result_writes_nothing(store_path):
         assert snapshot(s) == before
 
 
-def test_deposit_many_later_items_see_earlier_ones(store_path):
+@pytest.mark.parametrize("per_item", [True, False])
+def test_deposit_many_later_items_see_earlier_ones(store_path, per_item):
     judge = RecordingJudge(lambda st, c: st[-1] == c[-1])
     with Store(store_path, dim=DIM, judge=judge, min_similarity=0.5) as s:
         out = s.deposit_many(
@@ -210,13 +211,18 @@ def test_deposit_many_later_items_see_earlier_ones(store_path):
                 ("carol", ["A ghost appears 1", "NIGHT FALLS 2"], np.stack([near(unit(1), 4), unit(9)])),
             ],
             round=7,
+            judge_per_item=per_item,
         )
         assert out[0].merged == [False, False]
         assert out[1].ids == [out[0].ids[0]] and out[1].merged == [True]
         assert out[2].ids == out[0].ids and out[2].merged == [True, True]
         # alice had nothing to compare against; carol's second statement is an
-        # exact duplicate, so her judge call holds only the first
-        assert len(judge.calls) == 2 and len(judge.calls[1]) == 1
+        # exact duplicate, so only her first is judged: per item, one call for
+        # bob and one for carol; in passes, both in one call
+        if per_item:
+            assert len(judge.calls) == 2 and len(judge.calls[1]) == 1
+        else:
+            assert [[r.owner for r in c] for c in judge.calls] == [["bob", "carol"]]
         # staged candidates carry negative provisional ids
         assert all(c.id < 0 for c in judge.calls[0][0].candidates)
         rec = s.get(out[0].ids[0])

@@ -94,6 +94,19 @@ class BatchPlanner:
         self.by_digest: dict[bytes, int] = {}  # normalized text -> record (either kind)
         self.plans: list[tuple[Any, ...]] = []
         self.merged: list[list[bool]] = []
+        self.origins: list[tuple[int, int]] = []  # new record j came from (item, statement)
+
+    def rewind(self) -> None:
+        """Forgets the batch's staged changes, keeping the snapshot of
+        ``prepare``: the batch can be planned again from its first item."""
+        self.existing, self.new, self.by_digest = {}, [], {}
+        self.plans, self.merged, self.origins = [], [], []
+
+    def stable_id(self, rid: int) -> tuple[int, ...]:
+        """A record's name that does not change when the batch is planned
+        again: (0, id) for a committed record, (1, item, statement) for a new
+        one (its provisional id depends on how many new records came before)."""
+        return (0, rid) if rid > 0 else (1, *self.origins[-rid - 1])
 
     # -- views of records as staged ------------------------------------------
 
@@ -244,6 +257,7 @@ class BatchPlanner:
         """Statement i becomes a new record of the batch; its provisional id."""
         self._staged_vecs[len(self.new)] = kept_vector
         self.new.append(_Staged(item.statements[i], {item.owner}, item.round))
+        self.origins.append((len(self.plans), i))  # finish appends the item's plan after its statements
         return -len(self.new)
 
     def _merge_into(

@@ -4,7 +4,6 @@ docs/reference/contract.md, "Store")."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 from typing import (
     TYPE_CHECKING,
@@ -22,6 +21,7 @@ from typing import (
 import numpy as np
 
 from . import _core, judges
+from .deposit_passes import Passes, acall_judge, call_judge
 from .deposit_plan import BatchPlanner, Item
 from .errors import ContentionError, Error
 from .forget_plan import plan_forget
@@ -262,18 +262,21 @@ class Store:
         return Item(owner, texts, vecs, [text_digest(t) for t in texts], round)
 
     def _flow(
-        self, items: Sequence[Item]
+        self, items: Sequence[Item], per_item: bool = False
     ) -> Generator[list[judges.JudgeRequest], Sequence[Optional[int]], list[Deposit]]:
-        """The deposit path as a generator: it yields each item's judge
+        """The deposit path as a generator: it yields each judge call's
         requests and receives the verdicts, so that the sync and async entry
-        points share it. No transaction is open while it is suspended."""
+        points share it. No transaction is open while it is suspended. A
+        batch is judged in passes (deposit_passes.py) unless ``per_item``."""
         engine = self._writable()
         for _ in range(_MAX_ATTEMPTS):
             planner = BatchPlanner(
                 engine, self.metric, self.candidates, self.min_similarity, self._policy, self.judge_sees_owners
             )
             planner.prepare(items)
-            for n, item in enumerate(items):
+            if not per_item:  # an attempt after a conflict asks the judge afresh
+                yield from Passes().plan(planner, items)
+            for n, item in enumerate(items if per_item else ()):
                 pending, committed = planner.begin(n, item)
                 verdicts: Sequence[Optional[int]] = []
                 if pending.requests:
@@ -286,20 +289,44 @@ class Store:
                 return [Deposit(list(ids), merged) for ids, merged in zip(result, planner.merged)]
         raise ContentionError(f"deposit gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing it")
 
-    def _run(self, items: Sequence[Item], judge: Optional[JudgeFn]) -> list[Deposit]:
+    def _run(self, items: Sequence[Item], judge: Optional[JudgeFn], per_item: bool = False) -> list[Deposit]:
         j = judge if judge is not None else self.judge
-        flow = self._flow(items)
+        flow = self._flow(items, per_item)
         try:
             requests = next(flow)
             while True:
-                verdicts = j(requests)
-                if inspect.isawaitable(verdicts):
-                    if inspect.iscoroutine(verdicts):
-                        verdicts.close()
-                    raise TypeError("the judge is a coroutine function: use adeposit")
-                requests = flow.send(verdicts)
+                requests = flow.send(call_judge(j, requests))
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+
+    async def _arun(self, items: Sequence[Item], judge: Optional[JudgeFn], per_item: bool = False) -> list[Deposit]:
+        j = judge if judge is not None else self.judge
+        flow = self._flow(items, per_item)
+
+        # StopIteration cannot cross a thread's future: report completion as a value.
+        def step(verdicts: Any) -> tuple[bool, Any]:
+            try:
+                return False, (next(flow) if verdicts is None else flow.send(verdicts))
+            except StopIteration as stop:
+                return True, stop.value
+
+        done, value = await asyncio.to_thread(step, None)
+        while not done:
+            done, value = await asyncio.to_thread(step, await acall_judge(j, value))
+        return value  # type: ignore[no-any-return]
+
+    def _batch(self, items: Iterable[tuple[str, Sequence[str], Any]], rnd: int) -> list[Item]:
+        batch: list[Item] = []
+        for n, it in enumerate(items):
+            try:
+                owner, statements, vectors = it
+            except (TypeError, ValueError):
+                raise TypeError(f"items[{n}] must be a tuple (owner, statements, vectors)") from None
+            try:
+                batch.append(self._item(owner, statements, vectors, rnd))
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"items[{n}]: {e}") from None
+        return batch
 
     def deposit(
         self,
@@ -323,23 +350,35 @@ class Store:
         *,
         round: int = 0,
         judge: Optional[JudgeFn] = None,
+        judge_per_item: bool = False,
     ) -> list[Deposit]:
         """A round of deposits in one transaction (one fsync). Later items see
-        earlier ones; the judge is called once per item before the commit."""
-        rnd = check_round(round)
-        batch: list[Item] = []
-        for n, it in enumerate(items):
-            try:
-                owner, statements, vectors = it
-            except (TypeError, ValueError):
-                raise TypeError(f"items[{n}] must be a tuple (owner, statements, vectors)") from None
-            try:
-                batch.append(self._item(owner, statements, vectors, rnd))
-            except (TypeError, ValueError) as e:
-                raise type(e)(f"items[{n}]: {e}") from None
+        earlier ones, as if deposited one by one. The judge is asked in passes:
+        one call holds the requests of many items (each naming its owner),
+        and further calls only the requests that earlier items of the batch
+        changed, usually one or two. ``judge_per_item=True``: one call per
+        item with requests, in order."""
+        batch = self._batch(items, check_round(round))
         if not batch:
             return []
-        return self._run(batch, judge)
+        return self._run(batch, judge, _check_per_item(judge_per_item))
+
+    async def adeposit_many(
+        self,
+        items: Iterable[tuple[str, Sequence[str], Any]],
+        *,
+        round: int = 0,
+        judge: Optional[JudgeFn] = None,
+        judge_per_item: bool = False,
+    ) -> list[Deposit]:
+        """``deposit_many`` for asyncio: a coroutine judge answers each item's
+        requests of a pass in a call of its own, all calls at once; engine
+        work runs in a worker thread."""
+        rnd, per_item = check_round(round), _check_per_item(judge_per_item)
+        batch = await asyncio.to_thread(self._batch, items, rnd)
+        if not batch:
+            return []
+        return await self._arun(batch, judge, per_item)
 
     async def adeposit(
         self,
@@ -353,23 +392,7 @@ class Store:
         """``deposit`` for asyncio: the judge may be a coroutine function, and
         engine work runs in a worker thread so the event loop stays free."""
         item = await asyncio.to_thread(self._item, owner, statements, vectors, check_round(round))
-        j = judge if judge is not None else self.judge
-        flow = self._flow([item])
-
-        # StopIteration cannot cross a thread's future: report completion as a value.
-        def step(verdicts: Any) -> tuple[bool, Any]:
-            try:
-                return False, (next(flow) if verdicts is None else flow.send(verdicts))
-            except StopIteration as stop:
-                return True, stop.value
-
-        done, value = await asyncio.to_thread(step, None)
-        while not done:
-            verdicts = j(value)
-            if inspect.isawaitable(verdicts):
-                verdicts = await verdicts
-            done, value = await asyncio.to_thread(step, verdicts)
-        return value[0]  # type: ignore[no-any-return]
+        return (await self._arun([item], judge))[0]
 
     # -- reads -----------------------------------------------------------------
 
@@ -467,6 +490,12 @@ class Store:
                 after = seq
             if len(page) < 1024:
                 return
+
+
+def _check_per_item(judge_per_item: Any) -> bool:
+    if not isinstance(judge_per_item, bool):
+        raise TypeError(f"judge_per_item must be a bool, got {type(judge_per_item).__name__}")
+    return judge_per_item
 
 
 def _check_id(id: Any) -> int:

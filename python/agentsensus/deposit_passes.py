@@ -1,0 +1,188 @@
+"""Judging a whole batch of deposits in a few judge calls (passes).
+
+A batch (``deposit_many``) means: items one after another, each seeing what
+the items before it staged. Asked item by item, a round of 50 agents costs
+50 judge latencies. Here the judge is asked about many items at once, and the
+result is still the item-by-item one, by construction:
+
+- Every pass plans the batch from its first item, in order, exactly as the
+  item-by-item path does (the same ``BatchPlanner`` steps). A request whose
+  verdict is known, because the judge answered that exact request (statement,
+  owner, every candidate's id, text, owners, round and score), takes that
+  verdict. A request not answered yet is put in this pass's call and planning
+  goes on with a guess for it, so that the later items' requests can be
+  asked in the same call.
+- After the call, the next pass plans again. The batch commits from the
+  first pass in which every request's verdict was the judge's own: then each
+  request the plan rests on is the one the item-by-item path builds, answered
+  by the judge.
+
+Invariant: the items planned before the first item with an unanswered
+request used only the judge's verdicts, so that item's requests are the
+item-by-item path's own, and the pass asks all of them. Each pass therefore
+answers at least one more item of the final plan: a batch never takes more
+judge calls than item by item (one per item with requests), and the pass
+that commits asks nothing.
+
+So the first pass asks every item's requests against the snapshot and what
+the earlier items are guessed to stage; later passes ask only the requests
+that came out otherwise, because an earlier guess was wrong (candidates
+created by earlier items of the batch, or texts they changed). A judge whose
+verdict on a request depends only on that request gets the same answers as
+item by item, so the store ends the same. A judge that reads the other
+requests of its call, or counts its calls, is asked with
+``judge_per_item=True`` (one call per item, in order).
+
+A guess is the judge's verdict on an earlier version of the same statement's
+request when that candidate is still offered; a candidate newly offered to a
+statement the judge matched with none of its others; else, for a statement
+the judge has not seen yet, its best candidate (most statements with a close
+candidate restate it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any, Generator, Optional, Sequence
+
+from .deposit_plan import BatchPlanner, Item
+from .judges import JudgeRequest
+from .records import Memory
+
+__all__ = ["JudgeCall", "Passes", "call_judge", "acall_judge"]
+
+# A request as the judge saw it: equal keys, equal requests.
+_Key = tuple[str, str, tuple[Memory, ...]]
+_Stable = tuple[int, ...]
+
+
+class JudgeCall(list):  # type: ignore[type-arg]  # list[JudgeRequest], as every judge takes it
+    """The requests of one judge call, in item order, and ``spans``: the
+    slice ``[start, end)`` of the requests each item asked first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spans: list[tuple[int, int]] = []
+
+
+def _key(r: JudgeRequest) -> _Key:
+    return (r.statement, r.owner, tuple(r.candidates))
+
+
+def _guess(
+    req: JudgeRequest, stable: list[_Stable], seen: Optional[tuple[frozenset[_Stable], Optional[_Stable]]]
+) -> Optional[int]:
+    """What the judge will likely answer to ``req``; only orders the work,
+    never decides a commit."""
+    if seen is None:
+        return req.candidates[0].id  # candidates come best first
+    offered, verdict = seen
+    for c, s in zip(req.candidates, stable):
+        if verdict is not None and s == verdict:
+            return c.id
+    for c, s in zip(req.candidates, stable):
+        if s not in offered:
+            return c.id
+    return None
+
+
+class Passes:
+    """Plans one attempt at a batch in passes, keeping the judge's verdicts
+    of that attempt."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[_Key, Optional[int]] = {}
+        # per (item, statement): the candidates last asked about and the verdict, by stable ids
+        self.seen: dict[tuple[int, int], tuple[frozenset[_Stable], Optional[_Stable]]] = {}
+
+    def plan(self, planner: BatchPlanner, items: Sequence[Item]) -> Generator[JudgeCall, Sequence[Optional[int]], None]:
+        """Plans ``items`` on ``planner`` (prepared), yielding each pass's
+        judge call and receiving its verdicts; on return the planner holds
+        the item-by-item plan."""
+        for _ in range(len(items) + 1):  # one pass per item at most, plus the last (see the invariant)
+            call, asked = self._one_pass(planner, items)
+            if not call:
+                return
+            got = yield call
+            if not isinstance(got, (list, tuple)):
+                raise TypeError(f"judge must return a list, got {type(got).__name__}")
+            checked = BatchPlanner._checked_verdicts(list(call), got)
+            for req, (where, stable), v in zip(call, asked, checked):
+                self.verdicts[_key(req)] = v
+                pick = None if v is None else stable[[c.id for c in req.candidates].index(v)]
+                self.seen[where] = (frozenset(stable), pick)
+        raise AssertionError("planning in passes did not converge")  # the invariant above rules it out
+
+    def _one_pass(
+        self, planner: BatchPlanner, items: Sequence[Item]
+    ) -> tuple[JudgeCall, list[tuple[tuple[int, int], list[_Stable]]]]:
+        planner.rewind()
+        call = JudgeCall()
+        asked: list[tuple[tuple[int, int], list[_Stable]]] = []
+        in_call: set[_Key] = set()
+        sure = True  # every verdict used so far is the judge's
+        for n, item in enumerate(items):
+            pend, committed = planner.begin(n, item)
+            statement_of = {kind[1]: i for i, kind in enumerate(pend.kinds) if kind[0] == "judge"}
+            verdicts: list[Optional[int]] = []
+            start = len(call)
+            for r, req in enumerate(pend.requests):
+                key = _key(req)
+                if key in self.verdicts:
+                    verdicts.append(self.verdicts[key])
+                    continue
+                where = (n, statement_of[r])
+                stable = [planner.stable_id(c.id) for c in req.candidates]
+                if key not in in_call:
+                    in_call.add(key)
+                    call.append(req)
+                    asked.append((where, stable))
+                verdicts.append(_guess(req, stable, self.seen.get(where)))
+            if len(call) > start:
+                call.spans.append((start, len(call)))
+                sure = False
+            if sure:
+                planner.finish(pend, committed, verdicts)  # what the item-by-item path does, errors too
+                continue
+            try:
+                planner.finish(pend, committed, verdicts)
+            except Exception:  # noqa: BLE001 - a guessed path the item-by-item one may never take
+                break
+        return call, asked
+
+
+def call_judge(judge: Any, call: Sequence[JudgeRequest]) -> Any:
+    """A sync judge's answer to one call; a coroutine judge is refused."""
+    verdicts = judge(call)
+    if inspect.isawaitable(verdicts):
+        if inspect.iscoroutine(verdicts):
+            verdicts.close()
+        raise TypeError("the judge is a coroutine function: use adeposit or adeposit_many")
+    return verdicts
+
+
+def _is_async(judge: Any) -> bool:
+    # a callable object with an ``async def __call__`` counts too
+    return inspect.iscoroutinefunction(judge) or inspect.iscoroutinefunction(type(judge).__call__)
+
+
+async def acall_judge(judge: Any, call: Sequence[JudgeRequest]) -> Any:
+    """An async judge answers each item's requests of a call in a call of
+    its own, all at once (``asyncio.gather``); a sync judge answers the whole
+    call in one."""
+    spans = getattr(call, "spans", None)
+    if spans and len(spans) > 1 and _is_async(judge):
+        parts = await asyncio.gather(*(judge(list(call[a:b])) for a, b in spans))
+        out: list[Any] = []
+        for (a, b), part in zip(spans, parts):
+            if not isinstance(part, (list, tuple)):
+                raise TypeError(f"judge must return a list, got {type(part).__name__}")
+            if len(part) != b - a:
+                raise ValueError(f"judge returned {len(part)} verdicts for {b - a} requests")
+            out.extend(part)
+        return out
+    verdicts = judge(call)
+    if inspect.isawaitable(verdicts):
+        verdicts = await verdicts
+    return verdicts
