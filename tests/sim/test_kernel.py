@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections import Counter
 
 from agentsensus.sim.actions import SOCIETY_ACTIONS, Action, apply_actions
+from agentsensus.sim.agent_policy import AgentView
 from agentsensus.sim.collaborative import CollaborativeBackend
 from agentsensus.sim.g_memory import GMemoryBackend
 from agentsensus.sim.generative_agents import GenerativeAgentsBackend
 from agentsensus.sim.kernel import Kernel
 from agentsensus.sim.memory_policy import MemoryPolicy
 from agentsensus.sim.sediment import replay_source
+from agentsensus.sim.stm import ShortTermMemory
 from agentsensus.sim.world import World
 
 
@@ -132,3 +134,19 @@ def test_barrier_orders_and_groups_actions() -> None:
     assert results["B"] == "heard by A, C"  # a speaker learns who heard it
     ev, res = apply_actions(w, [Action("observe", "A"), Action("read_thread", "C")], 2)
     assert ev == [] and "B" in res["A"] and "Second thing" in res["C"]
+
+
+def test_an_agent_alone_goes_where_it_last_heard_of_company() -> None:
+    # Two memories name other places; the one from a later round is where the
+    # agent looks for listeners, whatever order recall returned them in.
+    view = AgentView(
+        agent="A",
+        round=12,
+        place="hall",
+        present=[],
+        stm=ShortTermMemory(),
+        memories=["In round 3, B entered the garden.", "In round 9, C entered the chapel."],
+        places=["hall", "garden", "chapel"],
+    )
+    moves = [MemoryPolicy(seed).decide("A", view) for seed in range(8)]
+    assert {(a.kind, a.place) for a in moves} == {("move", "chapel")}

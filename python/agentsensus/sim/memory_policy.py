@@ -15,8 +15,10 @@ goal, else its place). It then picks one of the six actions:
 - ``act_on``: now and then, it takes aside someone a memory names who is
   present, about what the memory concerns.
 - ``move``: when alone, often when it has no news left to tell here, and
-  now and then otherwise, it goes to a place its memories mention (else
-  another place of the world), where others may not have heard its news.
+  now and then otherwise, it goes to the place named by the most recent of
+  its recalled memories that names another place (where it last heard of
+  someone going, so where company is likeliest), else to another place of
+  the world; there others may not have heard its news.
 - ``read_thread``: when much was said where it is since it last read.
 - ``ponder``: when it has nothing to tell, it asks its memory about what it
   last heard or its goal.
@@ -166,7 +168,9 @@ class MemoryPolicy:
         others = [p for p in view.places if p != view.place]
         if not others:
             return None
-        for m in view.memories:
+        # Where it last heard of someone going is where company is likeliest: the most
+        # recent memory that names another place (by the time it names) wins.
+        for m in sorted(view.memories, key=_recency, reverse=True):
             low = m.lower()
             for p in others:
                 if in_sentence(p).lower() in low:
