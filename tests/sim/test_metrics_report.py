@@ -100,6 +100,7 @@ def test_cache_rows_actions_horizon_and_grounding(tiny_run) -> None:  # type: ig
     assert any(acts["consensus"] != acts[name] for name in BASELINES)
     hz = m["horizon"]["consensus"]
     assert list(hz) == ["10", "20", "40"] and hz["10"]["sim"] < hz["20"]["sim"] < hz["40"]["sim"]
+    assert hz["10"]["sim_shared_pct"] < hz["40"]["sim_shared_pct"]  # sharing rises with the horizon
     for x in m["backends"].values():
         g = x["grounding"]
         assert g["says"] > 0 and 0 <= g["names_right"] <= g["traced"] <= 1
