@@ -10,6 +10,9 @@
 using namespace agentsensus_py;
 
 void bind_fence(pybind11::module_& m);
+namespace agentsensus_py {
+void bind_lexical(pybind11::module_& m);
+}
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "agentsensus engine (C++): LMDB storage, usearch search, consensus merges.";
@@ -199,4 +202,5 @@ PYBIND11_MODULE(_core, m) {
         "Structural problems of path/data.mdb, read without LMDB's map; [] when sound.");
 
     bind_fence(m);
+    bind_lexical(m);
 }

@@ -88,6 +88,7 @@ public:
         journal();      // I10
         index();        // I11
         said();         // I12
+        s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
         return std::move(out_);
     }
 
@@ -378,6 +379,7 @@ public:
         prune_said_rows();
         rebuild_text_index(digests);
         rebuild_journal(fresh_uuid);
+        s_.lexical_->build(t_, nullptr);  // I18, from the records kept: after every step that drops records
     }
 
 private:

@@ -46,7 +46,7 @@ constexpr unsigned kDupFixed = MDB_DUPSORT | MDB_DUPFIXED;
 //
 // Primary tables (repair keeps them): records, vectors, owners, owner names,
 // edges, merges, said. Derived tables (repair rebuilds them from the primary ones):
-// owned, owners-by-name, rmerges, norms, rnorms, journal, hist.
+// owned, owners-by-name, rmerges, norms, rnorms, journal, hist, lex_postings.
 //
 // The owner tables keep their first names, "agents" and "agent_names", from
 // before the API said "owner": a table's name is part of the file, and
@@ -106,6 +106,12 @@ constexpr TableSpec kJournalTable{"journal", 0};
 // Be32 owner count -> u64 number of records with that many owners (for
 // stats(); counts of 0 are deleted). I6: it equals a count over owners.
 constexpr TableSpec kHistTable{"hist", 0};
+// Word (lexical_words, lexical_index.hpp: 2..64 bytes) -> dup 16 bytes
+// [Be64 record id][u32 count of the word][u32 the record's length in words]:
+// the lexical index of the records' texts (BM25 candidates). Derived; written
+// only once meta lexical holds kLexicalVersion. I18: the postings are exactly
+// the words of the live records' texts, and meta lex_words their total length.
+constexpr TableSpec kLexicalTable{"lex_postings", kDupFixed};
 
 // ------------------------------------------------------------ meta keys
 //
@@ -137,6 +143,8 @@ constexpr MetaKey kMetaDeposits{"deposits", 8};         // u64 deposits committe
 constexpr MetaKey kMetaLinked{"linked", 8};             // u64 records with at least one edge
 // u64 the next owner id; named from before the API said "owner" (see above).
 constexpr MetaKey kMetaNextOwner{"next_agent", 8};
+constexpr MetaKey kMetaLexical{"lexical", 8};     // u64 the word rules' version the lexical index is complete for
+constexpr MetaKey kMetaLexWords{"lex_words", 8};  // u64 the words of all live records' texts (BM25's mean length)
 
 // ------------------------------------------------------------ records
 

@@ -101,6 +101,7 @@ Store::Store(const std::string& dir, const StoreOptions& o)
         if (!o.readonly) throw;
         has_said_ = false;  // a schema-1 store, read only: it has no said rows to read
     }
+    lexical_ = std::make_unique<LexicalIndex>(*env_, db_.meta, db_.records, o.readonly);
     init_or_check(o);
     index_ = std::make_unique<VectorIndex>(dim_, metric_, o.index);
     open_index();
@@ -166,6 +167,7 @@ void Store::init_or_check(const StoreOptions& o) {
             set_meta_u64(txn, kMetaNextJournal, 1);
             set_meta_u64(txn, kMetaDeposits, 0);
             set_meta_u64(txn, kMetaLinked, 0);
+            lexical_->mark_built(txn);  // an empty store's index is complete
         });
     }
     ReadTxn t(*env_);
@@ -923,6 +925,13 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
         del(txn, db_.rmerges, val(k.b, 8));
     }
     delete_said(txn, id, 0);
+    {
+        MDB_val rv;
+        RecordHeader h;
+        std::string_view text;
+        if (agentsensus::get(txn, db_.records, val(k.b, 8), rv) && decode_record(rv, h, text))
+            lexical_->remove(txn, id, text);
+    }
     scrub_del(txn, db_.records, val(k.b, 8));
     scrub_del(txn, db_.vectors, val(k.b, 8));
     journal(txn, kDel, id, 0);
@@ -1125,6 +1134,7 @@ bool Store::forget_words(MDB_txn* txn, uint64_t id, uint32_t oid, const ForgetPl
     if (plan.text != before) {
         scrub_del(txn, db_.records, val(k.b, 8));
         put(txn, db_.records, val(k.b, 8), val(encode_record(h.round, h.deposit, plan.text)));
+        lexical_->retext(txn, id, before, plan.text);
     }
     for (const SaidRow& r : rows) {
         if (r.owner == me) continue;
@@ -1343,6 +1353,7 @@ void Store::create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, con
     add_digest(txn, id, val(s.digest, kDigestBytes));
     add_owner(txn, id, oid);
     put_said(txn, id, 0, oid, round, nullptr, {});  // its text is the record's (see retext_said)
+    lexical_->add(txn, id, s.text);
     journal(txn, kAdd, id, oid);
 }
 
@@ -1378,6 +1389,7 @@ void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const 
     if (s.kept != before) {
         if (rows) retext_said(txn, id, s.kept);  // reads the text before: first
         put(txn, db_.records, val(k.b, 8), val(encode_record(h.round, h.deposit, s.kept)));
+        lexical_->retext(txn, id, before, s.kept);
     }
     // Log what the merge let go of: the statement, the old text, or (a custom
     // policy that wrote new text) both.

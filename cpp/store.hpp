@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "lexical_index.hpp"
 #include "lmdb_env.hpp"
 #include "schema.hpp"
 #include "similarity.hpp"
@@ -129,6 +130,23 @@ struct Stats {
     uint64_t records = 0, deposits = 0, merges = 0, shared = 0, linked = 0, max_owners = 0, owners = 0;
 };
 
+// One statement's lexical search (Store::lexical): its text, its vector (dim
+// floats, as given) for the similarity of each hit, and the ids whose BM25
+// score it also wants (its vector candidates).
+struct LexicalQuery {
+    std::string_view text;
+    const float* vector = nullptr;
+    std::vector<int64_t> also;
+};
+
+struct LexicalAnswer {
+    std::vector<uint32_t> offsets;         // per query: hits[offsets[i], offsets[i+1])
+    std::vector<LexicalHit> hits;          // BM25 best first
+    std::vector<float> similarity;         // per hit: to the query's vector (NaN for an overlay's new record)
+    std::vector<std::vector<float>> also;  // per query: the scores of its also ids
+    std::vector<Row> records;              // every committed record hit, once
+};
+
 struct StoreOptions {
     uint32_t dim = 0;  // 0: take it from the store (required to create)
     Metric metric = Metric::cos;
@@ -204,6 +222,22 @@ public:
     // dropping records that cannot be served. digests: (record, normalized
     // text digest) pairs for the exact-duplicate index. Needs exclusive use.
     void repair(const std::vector<std::pair<uint64_t, std::string>>& digests);
+
+    // The lexical index (lexical_index.hpp). lexical_built: it is complete
+    // (a store from before it is not, until build_lexical or repair).
+    bool lexical_built();
+    // Indexes every record's words in one write transaction (a writable
+    // open of an older store does this first); progress(done, total).
+    void build_lexical(const std::function<void(uint64_t, uint64_t)>& progress);
+    // Each query's lexical top k on one read snapshot, as overlay (a batch's
+    // staged texts) leaves the store. See LexicalAnswer.
+    // Only records of scope are hits ("" the default scope).
+    LexicalAnswer lexical(const std::vector<LexicalQuery>& queries, size_t k,
+                          const std::vector<LexicalOverlay>& overlay, std::string_view scope = {});
+    // recall with the vector and the lexical ranking of the owner's records
+    // fused (reciprocal rank fusion); lexical[i] is row i's BM25 score.
+    std::vector<Row> recall_fused(const std::string& owner, const float* query, std::string_view text, size_t k,
+                                  bool expand, std::vector<float>& lexical);
 
     // Catches the index up to the journal and saves it with that journal seq
     // (returned), so a later open replays only the entries after it.
@@ -325,6 +359,7 @@ private:
     // searches share it, catch-up takes it exclusively.
     std::shared_mutex index_mu_;
     std::unique_ptr<VectorIndex> index_;
+    std::unique_ptr<LexicalIndex> lexical_;  // its own table; LMDB orders it with the records
     uint64_t applied_seq_ = 0;  // journal entries reflected in index_
     uint64_t saved_seq_ = 0;    // what the index file on disk reflects
     bool index_saved_valid_ = false;

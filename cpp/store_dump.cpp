@@ -178,6 +178,7 @@ void Store::load_row(MDB_txn* txn, const DumpRow& r) {
     std::string what = "record " + std::to_string(r.id);
     Be64 k(r.id);
     put(txn, db_.records, val(k.b, 8), val(encode_record(r.round, r.deposit, r.text)), MDB_APPEND);
+    lexical_->add(txn, r.id, r.text);  // derived: an import builds it as it loads
     put(txn, db_.vectors, val(k.b, 8), val(r.vector.data(), dim_ * sizeof(float)), MDB_APPEND);
     for (const std::string& d : r.digests) {
         MDB_val cur;

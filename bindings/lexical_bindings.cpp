@@ -1,0 +1,96 @@
+// pybind11 glue for the lexical index: Engine.lexical_built, build_lexical,
+// lexical (a deposit's lexical candidates) and recall_fused. Conversion and
+// GIL release only.
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"
+
+namespace agentsensus_py {
+
+void bind_lexical(py::module_& m) {
+    auto engine = py::reinterpret_borrow<py::class_<Engine>>(m.attr("Engine"));
+    engine.def_property_readonly(
+        "lexical_built",
+        [](Engine& e) {
+            auto u = e.use();
+            Store& st = *u;
+            py::gil_scoped_release nogil;
+            return st.lexical_built();
+        },
+        "True when the store's lexical index is complete.");
+    engine.def(
+        "build_lexical",
+        [](Engine& e, const py::object& progress) {
+            auto u = e.use();
+            Store& st = *u;
+            std::function<void(uint64_t, uint64_t)> report;
+            if (!progress.is_none())
+                report = [&progress](uint64_t done, uint64_t total) {
+                    py::gil_scoped_acquire gil;
+                    progress(done, total);
+                };
+            py::gil_scoped_release nogil;
+            st.build_lexical(report);
+        },
+        py::arg("progress") = py::none(), "Indexes every record's words; progress(done, total) as it goes.");
+    engine.def(
+        "lexical",
+        [](Engine& e, const F32& vectors, const std::vector<std::string>& texts, size_t k,
+           const std::vector<std::pair<int64_t, std::string>>& overlay, const std::vector<std::vector<int64_t>>& also,
+           const std::string& scope) {
+            auto u = e.use();
+            Store& st = *u;
+            const size_t n = texts.size();
+            const float* v = rows_of(vectors, n, st.dim(), "vectors");
+            if (also.size() != n) throw InvalidArgument("lexical: also must have one list per text");
+            std::vector<LexicalQuery> qs(n);
+            for (size_t i = 0; i < n; ++i) qs[i] = LexicalQuery{texts[i], v + i * st.dim(), also[i]};
+            std::vector<LexicalOverlay> ov;
+            for (const auto& [id, text] : overlay) ov.push_back(LexicalOverlay{id, text});
+            LexicalAnswer r;
+            {
+                py::gil_scoped_release nogil;
+                r = st.lexical(qs, k, ov, scope);
+            }
+            py::array_t<int64_t> ids(r.hits.size());
+            py::array_t<float> scores(r.hits.size()), sims(r.hits.size());
+            auto pi = ids.mutable_unchecked<1>();
+            auto ps = scores.mutable_unchecked<1>();
+            auto pm = sims.mutable_unchecked<1>();
+            for (size_t i = 0; i < r.hits.size(); ++i) {
+                pi(i) = r.hits[i].id;
+                ps(i) = r.hits[i].score;
+                pm(i) = r.similarity[i];
+            }
+            py::dict records;
+            for (const Row& row : r.records)
+                records[py::int_(row.id)] = py::make_tuple(stored_str(row.text), owners_tuple(row.owners), row.round);
+            return py::make_tuple(r.offsets, ids, scores, sims, r.also, records);
+        },
+        py::arg("vectors"), py::arg("texts"), py::arg("k"), py::arg("overlay"), py::arg("also"), py::arg("scope") = "",
+        "(offsets, ids, lexical scores, similarities, also scores, records): each text's lexical top k.");
+    engine.def(
+        "recall_fused",
+        [](Engine& e, const std::string& owner, const F32& query, const std::string& text, size_t k, bool expand) {
+            auto u = e.use();
+            Store& st = *u;
+            if (query.ndim() != 1 || static_cast<size_t>(query.shape(0)) != st.dim())
+                throw InvalidArgument("query vector must have shape (" + std::to_string(st.dim()) + ",)");
+            std::vector<Row> rows;
+            std::vector<float> lexical;
+            {
+                py::gil_scoped_release nogil;
+                rows = st.recall_fused(owner, query.data(), text, k, expand, lexical);
+            }
+            py::list out;
+            for (size_t i = 0; i < rows.size(); ++i) out.append(py::make_tuple(row_tuple(rows[i]), lexical[i]));
+            return out;
+        },
+        py::arg("owner"), py::arg("query"), py::arg("text"), py::arg("k"), py::arg("expand"),
+        "[(row, lexical score)]: recall with the vector and lexical rankings fused.");
+}
+
+}  // namespace agentsensus_py

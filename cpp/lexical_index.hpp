@@ -1,0 +1,106 @@
+// The lexical index: every live record's text as words, in one table of the
+// store's LMDB environment (kLexicalTable, schema.hpp), written in the same
+// write transaction as the record. It is derived: repair rebuilds it from the
+// records, verify checks it (I18). Deposits use it for candidates a vector
+// search misses (a witness's frame, "I heard X say ...", can outweigh the
+// content in the vector); recall may fuse it with the vector ranking.
+//
+// Scoring is BM25 (k1 = 1.2, b = 0.75) over the words of the live records'
+// texts. A word in more than max(kLexicalCommonFloor, N / 10) of the N
+// records is left out of a query's score: its posting list costs the most
+// to read and its weight is the smallest.
+#pragma once
+#include <lmdb.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmdb_env.hpp"
+
+namespace agentsensus {
+
+// The version of the word rules below; a store whose meta lexical differs
+// rebuilds the index on its next writable open.
+constexpr uint64_t kLexicalVersion = 1;
+constexpr size_t kMaxWordBytes = 64;
+constexpr uint64_t kLexicalCommonFloor = 4096;
+
+// The words of a text as the index keys them: runs of ASCII letters and
+// digits (lowercased) and of non-ASCII bytes (UTF-8 letters, kept as they
+// are), at least 2 bytes long, cut at kMaxWordBytes. Punctuation and
+// whitespace separate words.
+std::vector<std::string> lexical_words(std::string_view text);
+
+// A text's words with their counts, and its length in words.
+struct LexicalDoc {
+    std::map<std::string, uint32_t> tf;
+    uint32_t length = 0;
+};
+LexicalDoc lexical_doc(std::string_view text);
+
+struct LexicalHit {
+    int64_t id;   // a record id; negative: an overlay's new record
+    float score;  // BM25; higher is closer, > 0
+};
+
+// A record's text as a batch of deposits will leave it, so that a later
+// deposit of the batch ranks as it would after the earlier ones committed.
+// id > 0: a committed record whose text the batch changes; id < 0: the
+// (-id)-th record the batch creates (it ranks after every committed id).
+struct LexicalOverlay {
+    int64_t id;
+    std::string_view text;
+};
+
+class LexicalIndex {
+public:
+    // Opens the table, created unless read-only. A read-only open of a store
+    // from before the index has no table: available() is false, and the
+    // index reads as not built.
+    LexicalIndex(Env& env, MDB_dbi meta, MDB_dbi records, bool readonly);
+
+    bool available() const { return available_; }
+    // The index is complete for this version of the word rules (meta lexical).
+    bool built(MDB_txn* txn) const;
+    // A new store's index: empty and complete.
+    void mark_built(MDB_txn* txn);
+
+    // Upkeep inside the caller's write transaction; nothing until built.
+    void add(MDB_txn* txn, uint64_t id, std::string_view text);
+    void remove(MDB_txn* txn, uint64_t id, std::string_view text);
+    void retext(MDB_txn* txn, uint64_t id, std::string_view before, std::string_view after);
+
+    // Indexes every record from scratch and marks the index built (the
+    // caller's write transaction; safe to run again from the start).
+    // progress(done, total) every few thousand records.
+    void build(MDB_txn* txn, const std::function<void(uint64_t, uint64_t)>& progress);
+
+    // The k best records for the query, best first, ties to the lower id;
+    // keep (if given) filters committed ids. also_scores gets the score of
+    // each id in also (0 when no word is shared).
+    std::vector<LexicalHit> search(MDB_txn* txn, std::string_view query, size_t k,
+                                   const std::vector<LexicalOverlay>& overlay, const std::vector<int64_t>& also,
+                                   std::vector<float>& also_scores,
+                                   const std::function<bool(uint64_t)>* keep = nullptr) const;
+
+    // I18: the postings are exactly the words of the live records' texts,
+    // each with its count and the record's length, and meta lex_words is
+    // their total length. Reports through bad.
+    void verify(MDB_txn* txn, const std::function<void(std::string)>& bad) const;
+
+private:
+    void put_postings(MDB_txn* txn, uint64_t id, const LexicalDoc& d);
+    void drop_postings(MDB_txn* txn, uint64_t id, const LexicalDoc& d);
+    uint64_t words_total(MDB_txn* txn) const;
+    void set_words_total(MDB_txn* txn, uint64_t n);
+
+    MDB_dbi postings_ = 0, meta_ = 0, records_ = 0;
+    bool available_ = true;
+};
+
+}  // namespace agentsensus
