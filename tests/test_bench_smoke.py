@@ -4,8 +4,9 @@ the working directory outside the repository), with its stores in a
 temporary directory. Only that each run finishes and reports what it
 measured is checked; its timings are not (performance lives in bench/).
 
-compare.py runs every peer the test extras install; chroma is left out with
-its ``--peers`` flag (chromadb is in the ``bench`` extra only).
+compare.py runs every peer the test extras install (LangGraph is in the test
+extra for its adapter); the others of the ``bench`` extra only (chromadb,
+lancedb, mem0ai, hnswlib, faiss-cpu) are left out with its ``--peers`` flag.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def run(args: list[str], data: Path, cwd: Path, **env: str) -> subprocess.Comple
 
 
 def test_compare_quick_runs_every_installed_peer(data: Path, tmp_path: Path) -> None:
-    peers = ["agentsensus", "python-glue", "usearch", "lmdb"]
+    peers = ["agentsensus", "python-glue", "langgraph", "usearch", "lmdb"]
     out = tmp_path / "compare.json"
     run(
         [
@@ -64,6 +65,7 @@ def test_compare_quick_runs_every_installed_peer(data: Path, tmp_path: Path) -> 
     for workload, cells in deposits.items():
         for peer in peers:
             assert cells[peer]["median_ms"] > 0, (workload, peer)
+    assert "langgraph" in report["workloads"]["recall_1%"] and "langgraph" not in report["workloads"]["open"]
     assert {w for w in report["workloads"] if w.startswith("recall")} == {
         "recall_0.1%",
         "recall_1%",
@@ -71,6 +73,16 @@ def test_compare_quick_runs_every_installed_peer(data: Path, tmp_path: Path) -> 
         "recall_100%",
     }
     assert report["bars"] and all(b["value"] is not None for b in report["bars"])
+
+
+def test_concurrency_quick_loses_nothing(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "concurrency.json"
+    run([str(BENCH / "concurrency.py"), "--quick", "--n", str(N), "--out", str(out)], data, tmp_path)
+    report = json.loads(out.read_text())
+    writers = report["writers"]
+    assert writers["lost"] == 0 and set(writers["median_statements_per_s"]) == {"1", "4"}
+    assert all(r["statements"] == writers["statements"] for runs in writers["runs"].values() for r in runs)
+    assert set(report["readers"]["by_selectivity"]) == {"0.1%", "1%", "10%", "100%"}
 
 
 def test_read_cost_times_the_installed_build(data: Path, tmp_path: Path) -> None:

@@ -1,0 +1,252 @@
+"""Concurrency: several writer processes on one store against one, and
+recall from several threads of one process against one thread.
+
+    python bench/concurrency.py                      # 10k-record store, 4 writers, 2 threads
+    python bench/concurrency.py --n 100000 --statements 4000
+    python bench/concurrency.py --quick              # a smoke run
+
+Writers: a copy of the cached corpus store (scale_stores.py); each run
+deposits the same total of fresh statements (plain Gaussian unit vectors, no
+merge fires) with the no-op judge, split evenly over P processes that each
+open the store and start together; statements/s is the total over the wall
+time from the first start to the last finish. One process and P processes
+alternate (``--rounds`` of each, on a fresh copy every time) so that a noisy
+machine slows both alike; medians are printed with the ratio. Afterwards
+every acknowledged statement is checked to be in the store (nothing lost).
+
+Readers: one open store, the same queries split over T threads of one
+process (the engine releases the GIL in recall), QPS against one thread,
+per owner selectivity, interleaved the same way.
+
+It runs against the installed package; its sibling modules (datasets,
+scale_stores) import because Python puts this file's directory first on
+``sys.path``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+import datasets
+import numpy as np
+from agentsensus import Store, judges
+from scale_stores import corpus_store
+
+K = 5
+
+
+# -- writers -------------------------------------------------------------------
+
+
+def _writer(path: str, owner: str, seed: int, deposits: int, size: int, sync: bool, start: Any, out: Any) -> None:
+    """One writer process: open, wait for the others, deposit, report what
+    was acknowledged (text and record id of every statement)."""
+    try:
+        vecs = datasets.vectors(deposits * size, seed=seed)
+        with Store(path, judge=judges.never, sync=sync) as s:
+            start.wait()
+            t0 = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
+            acked: list[tuple[str, int]] = []
+            for d in range(deposits):
+                # one word each, in no other text: neither vectors nor words make a candidate
+                texts = [f"{owner}x{d}x{j}" for j in range(size)]
+                got = s.deposit(owner, texts, vecs[d * size : (d + 1) * size])
+                acked.extend(zip(texts, got.ids))
+            t1 = time.perf_counter()
+        out.put((owner, t0, t1, acked, None))
+    except BaseException as e:  # reported, so the parent never waits forever
+        out.put((owner, 0.0, 0.0, [], f"{type(e).__name__}: {e}"))
+
+
+def run_writers(base: str, workdir: str, procs: int, total: int, size: int, sync: bool, tag: str) -> dict[str, Any]:
+    """total statements in deposits of size, over procs processes, into a
+    fresh copy of base. Returns statements/s and the acknowledged count."""
+    path = os.path.join(workdir, f"writers-{procs}-{tag}")
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.copytree(base, path, ignore=shutil.ignore_patterns("ready"))
+    ctx = mp.get_context("spawn")  # LMDB forbids using an environment across fork
+    start, out = ctx.Event(), ctx.Queue()
+    per = total // size // procs
+    ps = [
+        ctx.Process(target=_writer, args=(path, f"w{i}", 5000 + 97 * i + 13 * procs, per, size, sync, start, out))
+        for i in range(procs)
+    ]
+    for p in ps:
+        p.start()
+    time.sleep(0.5)  # let every process finish opening before the start
+    start.set()
+    results = [out.get(timeout=1800) for _ in ps]
+    for p in ps:
+        p.join(60)
+    errors = [r[4] for r in results if r[4]]
+    if errors:
+        raise RuntimeError(f"a writer failed: {errors[0]}")
+    t0 = min(r[1] for r in results)
+    t1 = max(r[2] for r in results)
+    acked = [a for r in results for a in r[3]]
+    lost = check_acked(path, acked)
+    shutil.rmtree(path, ignore_errors=True)
+    return {"statements": len(acked), "seconds": t1 - t0, "statements_per_s": len(acked) / (t1 - t0), "lost": lost}
+
+
+def check_acked(path: str, acked: list[tuple[str, int]]) -> int:
+    """How many acknowledged statements are not in the store under their id."""
+    lost = 0
+    with Store(path, readonly=True) as s:
+        for text, rid in acked:
+            try:
+                if s.get(rid).text != text:
+                    lost += 1
+            except KeyError:
+                lost += 1
+    return lost
+
+
+# -- readers -------------------------------------------------------------------
+
+
+def run_readers(s: Store, owner: str, qs: np.ndarray, threads: int) -> float:
+    """QPS of len(qs) recalls split over threads."""
+    parts = np.array_split(np.arange(len(qs)), threads)
+    gate = threading.Barrier(threads + 1)
+    spans: list[tuple[float, float]] = []
+
+    def work(idx: np.ndarray) -> None:
+        gate.wait()
+        t0 = time.perf_counter()
+        for i in idx:
+            s.recall(owner, qs[i], k=K)
+        spans.append((t0, time.perf_counter()))
+
+    ts = [threading.Thread(target=work, args=(p,)) for p in parts]
+    for t in ts:
+        t.start()
+    gate.wait()
+    for t in ts:
+        t.join()
+    return len(qs) / (max(b for _, b in spans) - min(a for a, _ in spans))
+
+
+# -- main ----------------------------------------------------------------------
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=None, help="records in the store (default 10000; 2000 with --quick)")
+    ap.add_argument("--quick", action="store_true", help="a small smoke run")
+    ap.add_argument("--writers", type=int, default=4, help="writer processes set against one (default 4)")
+    ap.add_argument("--threads", type=int, default=2, help="recall threads set against one (default 2)")
+    ap.add_argument("--statements", type=int, default=None, help="statements per writer run (default 2000)")
+    ap.add_argument("--size", type=int, default=1, help="statements per deposit (default 1)")
+    ap.add_argument("--queries", type=int, default=None, help="recalls per reader run and selectivity (default 2000)")
+    ap.add_argument("--rounds", type=int, default=None, help="runs of each configuration (default 3)")
+    ap.add_argument("--sync", action="store_true", help="fsync every commit (default off)")
+    ap.add_argument("--skip", choices=["writers", "readers"], default=None, help="leave one half out")
+    ap.add_argument(
+        "--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "concurrency.json")
+    )
+    args = ap.parse_args(argv)
+    n = args.n or (2_000 if args.quick else 10_000)
+    total = args.statements or (80 if args.quick else 2_000)
+    queries = args.queries or (40 if args.quick else 2_000)
+    rounds = args.rounds or (1 if args.quick else 3)
+    if args.writers < 2 or args.threads < 2 or args.size < 1 or total < args.writers * args.size:
+        ap.error("--writers and --threads must be at least 2, --statements at least writers x size")
+    base = corpus_store(n)
+    report: dict[str, Any] = {
+        "command": " ".join(sys.argv),
+        "n": n,
+        "nproc": os.cpu_count(),
+        "loadavg_start": load(),
+        "sync": args.sync,
+    }
+    print(f"concurrency: {n:,}-record store, dim {datasets.DIM}, load average {load()}", file=sys.stderr)
+
+    if args.skip != "writers":
+        os.makedirs(datasets.DATA, exist_ok=True)
+        workdir = tempfile.mkdtemp(prefix="concurrency-", dir=datasets.DATA)
+        runs: dict[int, list[dict[str, Any]]] = {1: [], args.writers: []}
+        try:
+            t0 = time.perf_counter()
+            for r in range(rounds):
+                for procs in [1, args.writers] if r % 2 == 0 else [args.writers, 1]:
+                    runs[procs].append(run_writers(base, workdir, procs, total, args.size, args.sync, str(r)))
+                datasets.progress("writer runs", r + 1, rounds, t0)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        med = {p: statistics.median(x["statements_per_s"] for x in rs) for p, rs in runs.items()}
+        report["writers"] = {
+            "size": args.size,
+            "statements": total,
+            "runs": {str(p): rs for p, rs in runs.items()},
+            "median_statements_per_s": {str(p): m for p, m in med.items()},
+            "ratio": med[args.writers] / med[1],
+            "lost": sum(x["lost"] for rs in runs.values() for x in rs),
+        }
+
+    if args.skip != "readers":
+        qs = datasets.corpus_queries(n, queries, seed=1001)
+        readers: dict[str, Any] = {}
+        with Store(base, readonly=True) as s:
+            for label, owner in datasets.SELECTIVITY.items():
+                for q in qs[:20]:
+                    s.recall(owner, q, k=K)  # warm the pages this owner's recalls touch
+                qps: dict[int, list[float]] = {1: [], args.threads: []}
+                for r in range(rounds):
+                    for t in [1, args.threads] if r % 2 == 0 else [args.threads, 1]:
+                        qps[t].append(run_readers(s, owner, qs, t))
+                m = {t: statistics.median(v) for t, v in qps.items()}
+                readers[label] = {"qps": {str(t): v for t, v in qps.items()}, "ratio": m[args.threads] / m[1]}
+                print(
+                    f"recall {label}: {m[1]:,.0f} QPS, {args.threads} threads {m[args.threads]:,.0f}", file=sys.stderr
+                )
+        report["readers"] = {"threads": args.threads, "queries": queries, "by_selectivity": readers}
+
+    report["loadavg_end"] = load()
+    print()
+    print(table(report, args.writers, args.threads))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"\nwrote {args.out}", file=sys.stderr)
+    lost = report.get("writers", {}).get("lost", 0)
+    if lost:
+        print(f"LOST {lost} acknowledged statements", file=sys.stderr)
+        return 1
+    return 0
+
+
+def table(report: dict[str, Any], writers: int, threads: int) -> str:
+    lines = ["| what | one | many | ratio | bar |", "|---|---|---|---|---|"]
+    w = report.get("writers")
+    if w:
+        m = w["median_statements_per_s"]
+        lines.append(
+            f"| deposit of {w['size']} statement(s), {writers} processes, statements/s "
+            f"| {m['1']:,.0f} | {m[str(writers)]:,.0f} | {w['ratio']:.2f}x | >= 0.80x |"
+        )
+    for label, r in report.get("readers", {}).get("by_selectivity", {}).items():
+        one, many = statistics.median(r["qps"]["1"]), statistics.median(r["qps"][str(threads)])
+        lines.append(
+            f"| recall {label} owner, {threads} threads, QPS | {one:,.0f} | {many:,.0f} | {r['ratio']:.2f}x | >= 1.80x |"
+        )
+    lines.append(f"\nload average {report['loadavg_start']} -> {report['loadavg_end']}; {report['nproc']} cores")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
