@@ -59,7 +59,7 @@ inline const float* rows_of(const F32& a, size_t n, size_t dim, const char* what
 struct OwnedPlan {
     std::string owner;
     uint32_t round;
-    std::vector<std::string> texts, expected, kept;
+    std::vector<std::string> texts, expected, kept, metadata;
     std::string digests;
     F32 vectors;
     std::vector<int64_t> targets;
@@ -126,7 +126,8 @@ public:
         owned.reserve(plans.size());
         for (const py::handle& h : plans) {
             py::tuple t = py::reinterpret_borrow<py::tuple>(h);
-            if (t.size() != 8) throw InvalidArgument("a commit plan has 8 fields");
+            // A 9th field, when present: per statement a metadata JSON object or None.
+            if (t.size() != 8 && t.size() != 9) throw InvalidArgument("a commit plan has 8 or 9 fields");
             OwnedPlan p;
             p.owner = t[0].cast<std::string>();
             p.round = t[1].cast<uint32_t>();
@@ -138,7 +139,12 @@ public:
                 p.expected.push_back(e.is_none() ? std::string() : e.cast<std::string>());
             for (const py::handle& e : t[7].cast<py::list>())
                 p.kept.push_back(e.is_none() ? std::string() : e.cast<std::string>());
+            if (t.size() == 9)
+                for (const py::handle& e : t[8].cast<py::list>())
+                    p.metadata.push_back(e.is_none() ? std::string() : e.cast<std::string>());
             size_t n = p.texts.size();
+            if (!p.metadata.empty() && p.metadata.size() != n)
+                throw InvalidArgument("a commit plan's fields disagree in length");
             if (p.digests.size() != n * kDigestBytes || p.targets.size() != n || p.expected.size() != n ||
                 p.kept.size() != n)
                 throw InvalidArgument("a commit plan's fields disagree in length");
@@ -158,6 +164,7 @@ public:
                 sp.target = o.targets[j];
                 sp.expected = o.expected[j];
                 sp.kept = o.kept[j];
+                if (!o.metadata.empty()) sp.metadata = o.metadata[j];
                 ps[i].statements.push_back(sp);
             }
         }

@@ -10,6 +10,7 @@
 using namespace agentsensus_py;
 
 void bind_fence(pybind11::module_& m);
+void bind_record_meta(pybind11::module_& m);
 namespace agentsensus_py {
 void bind_lexical(pybind11::module_& m);
 }
@@ -203,4 +204,5 @@ PYBIND11_MODULE(_core, m) {
 
     bind_fence(m);
     bind_lexical(m);
+    bind_record_meta(m);
 }

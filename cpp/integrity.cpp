@@ -89,6 +89,7 @@ public:
         index();        // I11
         said();         // I12
         s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
+        s_.verify_record_meta(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I16, I17 (record_meta.cpp)
         return std::move(out_);
     }
 
@@ -377,6 +378,7 @@ public:
         rebuild_edges();
         prune_merge_log();
         prune_said_rows();
+        s_.repair_record_meta(t_, keep_);  // I16, I17: after the owner sets are rebuilt
         rebuild_text_index(digests);
         rebuild_journal(fresh_uuid);
         s_.lexical_->build(t_, nullptr);  // I18, from the records kept: after every step that drops records

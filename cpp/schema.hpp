@@ -28,7 +28,10 @@ namespace agentsensus {
 // 2 added the said table (forget needs whose words are whose). A store of
 // schema 1 is still read, and a writable open upgrades its meta schema; its
 // records have no said rows (see kSaidTable).
-constexpr uint32_t kSchemaVersion = 2;
+// 3 added the side tables of later features (times and metadata first, see
+// below). A writable open of a store of schema 1 or 2 creates them empty; a
+// read-only one reads as none.
+constexpr uint32_t kSchemaVersion = 3;
 constexpr uint32_t kOldestSchemaVersion = 1;
 
 // A named LMDB table and the flags it is opened with.
@@ -45,7 +48,7 @@ constexpr unsigned kDupFixed = MDB_DUPSORT | MDB_DUPFIXED;
 // ------------------------------------------------------------ store tables
 //
 // Primary tables (repair keeps them): records, vectors, owners, owner names,
-// edges, merges, said. Derived tables (repair rebuilds them from the primary ones):
+// edges, merges, said, times, metadata. Derived tables (repair rebuilds them from the primary ones):
 // owned, owners-by-name, rmerges, norms, rnorms, journal, hist, lex_postings.
 //
 // The owner tables keep their first names, "agents" and "agent_names", from
@@ -90,6 +93,19 @@ constexpr TableSpec kMergesTable{"merges", 0};
 // names an owner of it, and the record has row 0; row-0-less records are
 // those written by schema 1, which have no rows at all.
 constexpr TableSpec kSaidTable{"said", 0};
+// Be64 record id -> [u64 created][u64 updated] microseconds since the epoch
+// (record_meta.hpp): when the record was made and when its text, vector or
+// owner set last changed (a merge, an update, a forget others survive).
+// Records written before schema 3 have no row (their times are unknown).
+// Primary. I16: every row is 16 bytes, belongs to a live record, and
+// created <= updated.
+constexpr TableSpec kTimesTable{"times", 0};
+// [Be64 record id][Be32 owner id] -> a JSON object (UTF-8, at most
+// kMaxMetadataBytes): the metadata that owner gave its statements of the
+// record. Each owner's is its own; a merge never mixes them; a forget deletes
+// the owner's row. Primary. I17: every row belongs to a live record and an
+// owner of it, and is one JSON object within the limit.
+constexpr TableSpec kMetadataTable{"metadata", 0};
 // Be64 survivor record id -> dup Be64 merge seq: a record's merge-log
 // entries (forget deletes them with the record).
 constexpr TableSpec kMergesBySurvivorTable{"rmerges", kDupFixed};

@@ -101,6 +101,13 @@ Store::Store(const std::string& dir, const StoreOptions& o)
         if (!o.readonly) throw;
         has_said_ = false;  // a schema-1 store, read only: it has no said rows to read
     }
+    try {
+        db_.times = open(kTimesTable);
+        db_.metadata = open(kMetadataTable);
+    } catch (const Corrupt&) {
+        if (!o.readonly) throw;
+        has_record_meta_ = false;  // a schema-1 or 2 store, read only: no times, no metadata
+    }
     lexical_ = std::make_unique<LexicalIndex>(*env_, db_.meta, db_.records, o.readonly);
     init_or_check(o);
     index_ = std::make_unique<VectorIndex>(dim_, metric_, o.index);
@@ -619,7 +626,8 @@ constexpr size_t kOverfetch = 3, kScanPerCandidate = 200;
 
 size_t Store::search_cost(size_t width) const { return std::max(width, expansion_search_) * kScanPerCandidate; }
 
-std::vector<Row> Store::recall(const std::string& owner, const float* query, size_t k, bool expand) {
+std::vector<Row> Store::recall(const std::string& owner, const float* query, size_t k, bool expand,
+                               const RecallFilter& filter, float threshold) {
     check_open();
     std::vector<float> q(dim_);
     prepare_vector(query, q.data());
@@ -643,9 +651,10 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
     std::shared_lock<std::shared_mutex> lock(index_mu_);
     ReadTxn t(*env_);
     std::vector<Hit> hits;
-    if (!exact) exact = !search_owned(t.get(), *oid, q.data(), k, count, total, wanted, hits);
-    if (exact) hits = scan_owned(t.get(), *oid, q.data(), k);
-    return recall_rows(t.get(), *oid, hits, expand);
+    if (!exact) exact = !search_owned(t.get(), *oid, q.data(), k, count, total, wanted, hits, filter);
+    if (exact) hits = scan_owned(t.get(), *oid, q.data(), k, filter);
+    hits.erase(std::remove_if(hits.begin(), hits.end(), [&](const Hit& h) { return h.score < threshold; }), hits.end());
+    return recall_rows(t.get(), *oid, hits, expand, filter);
 }
 
 // The owner's allow-set, current to the latest commit.
@@ -664,7 +673,7 @@ void Store::ensure_allow_set(uint32_t oid) {
 // best k; false when the graph does not reach enough of them (then scan).
 // Holds index_mu_ shared; the owner's allow-set exists.
 bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, size_t count, size_t total,
-                         size_t wanted, std::vector<Hit>& hits) {
+                         size_t wanted, std::vector<Hit>& hits, const RecallFilter& filter) {
     const std::vector<uint64_t>& bits = allow_.at(oid);
     size_t want = std::min(k, count);
     for (;; wanted *= 4) {
@@ -672,7 +681,10 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
         // Keep the owner's; the allow-set may be ahead of this snapshot, so
         // ownership is confirmed in it.
         hits.erase(std::remove_if(hits.begin(), hits.end(),
-                                  [&](const Hit& h) { return !test_bit(bits, h.id) || !owns(txn, oid, h.id); }),
+                                  [&](const Hit& h) {
+                                      return !test_bit(bits, h.id) || !owns(txn, oid, h.id) ||
+                                             !passes(txn, oid, h.id, filter);
+                                  }),
                    hits.end());
         if (hits.size() >= want) break;
         if (wanted >= total || search_cost(wanted * 4) >= count) return false;
@@ -682,8 +694,12 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
 }
 
 // The exact best k of the owner's records. Holds index_mu_ shared.
-std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k) {
+std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, const RecallFilter& filter) {
     std::vector<uint64_t> ids = owned_ids(txn, oid), absent;
+    // Filtered before scoring: the k best scored are the k best that pass.
+    if (!filter.empty())
+        ids.erase(std::remove_if(ids.begin(), ids.end(), [&](uint64_t id) { return !passes(txn, oid, id, filter); }),
+                  ids.end());
     std::vector<Hit> hits = index_->scan(q, ids.data(), ids.size(), k, absent);
     // What the index does not hold (yet, or any more) is read from LMDB.
     std::vector<float> buf(dim_);
@@ -697,12 +713,14 @@ std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, s
 
 // The hits as rows, then (expand) the owner's records one edge away from
 // them, each record once.
-std::vector<Row> Store::recall_rows(MDB_txn* txn, uint32_t oid, const std::vector<Hit>& hits, bool expand) {
+std::vector<Row> Store::recall_rows(MDB_txn* txn, uint32_t oid, const std::vector<Hit>& hits, bool expand,
+                                    const RecallFilter& filter) {
     std::vector<Row> rows;
     std::unordered_set<uint64_t> seen;
     for (const Hit& h : hits) {
         Row r;
         if (!read_row(txn, h.id, r)) continue;
+        read_record_meta(txn, h.id, oid, r);
         r.score = h.score;
         r.via = Via::hit;
         seen.insert(h.id);
@@ -713,9 +731,10 @@ std::vector<Row> Store::recall_rows(MDB_txn* txn, uint32_t oid, const std::vecto
     for (size_t i = 0; i < nhits; ++i) {
         uint64_t id = rows[i].id;
         for (uint64_t nb : neighbors_in(txn, id)) {
-            if (seen.count(nb) || !owns(txn, oid, nb)) continue;
+            if (seen.count(nb) || !owns(txn, oid, nb) || !passes(txn, oid, nb, filter)) continue;
             Row r;
             if (!read_row(txn, nb, r)) continue;
+            read_record_meta(txn, nb, oid, r);
             r.via = Via::edge;
             seen.insert(nb);
             rows.push_back(std::move(r));
@@ -741,17 +760,20 @@ std::vector<Row> Store::records(uint64_t after, size_t limit) {
         if (k.mv_size != 8) throw Corrupt("a record key is damaged");
         Row r;
         read_row(t.get(), read_be64(k.mv_data), r);
+        read_record_meta(t.get(), r.id, 0, r);
         out.push_back(std::move(r));
         more = c.op(k, v, MDB_NEXT);
     }
     return out;
 }
 
-Row Store::get(uint64_t id) {
+Row Store::get(uint64_t id, const std::string& owner) {
     check_open();
     ReadTxn t(*env_);
     Row r;
     if (!read_row(t.get(), id, r)) throw NotFound("no record " + std::to_string(id));
+    std::optional<uint32_t> oid = owner.empty() ? std::nullopt : owner_id(t.get(), owner);
+    read_record_meta(t.get(), id, oid ? *oid : 0, r);
     return r;
 }
 
@@ -925,6 +947,8 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
         del(txn, db_.rmerges, val(k.b, 8));
     }
     delete_said(txn, id, 0);
+    drop_metadata(txn, id, 0);
+    drop_times(txn, id);
     {
         MDB_val rv;
         RecordHeader h;
@@ -1075,6 +1099,9 @@ bool Store::forget(const std::string& owner, uint64_t id, const ForgetPlan& plan
                 delete_record(txn, id);
             } else if (!forget_words(txn, id, *oid, plan)) {
                 throw CommitAbort{};
+            } else {
+                drop_metadata(txn, id, *oid);
+                stamp_times(txn, id, false);
             }
         });
     } catch (const CommitAbort&) {
@@ -1278,6 +1305,8 @@ std::vector<std::vector<float>> Store::validate_plans(const std::vector<DepositP
             if (s.target != 0 && s.kept.empty()) throw InvalidArgument("a merge needs the kept text");
             if (s.kept.size() > kMaxStatementBytes) throw InvalidArgument("kept text is too long");
             if (s.target == 0) ++new_count;
+            std::string why;
+            if (!s.metadata.empty() && !valid_metadata(s.metadata, why)) throw InvalidArgument(why);
         }
     }
     return vecs;
@@ -1354,6 +1383,8 @@ void Store::create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, con
     add_owner(txn, id, oid);
     put_said(txn, id, 0, oid, round, nullptr, {});  // its text is the record's (see retext_said)
     lexical_->add(txn, id, s.text);
+    stamp_times(txn, id, true);
+    if (!s.metadata.empty()) put_metadata(txn, id, oid, s.metadata);
     journal(txn, kAdd, id, oid);
 }
 
@@ -1405,6 +1436,8 @@ void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const 
     if (rows) put_said(txn, id, next_merge, oid, round, v, s.text == s.kept ? std::string_view() : s.text);
     for (std::string_view disc : dropped) put_merge(txn, next_merge++, id, oid, round, s.kept, disc);
     if (add_owner(txn, id, oid)) journal(txn, kOwn, id, oid);
+    stamp_times(txn, id, false);
+    if (!s.metadata.empty()) put_metadata(txn, id, oid, s.metadata);  // the depositor's own row only
     MDB_val cur;
     MDB_val digest = val(s.digest, kDigestBytes);
     if (!agentsensus::get(txn, db_.norms, digest, cur)) add_digest(txn, id, digest);

@@ -5,8 +5,11 @@
 // judge runs between them with no transaction held.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -16,6 +19,8 @@
 
 #include "lexical_index.hpp"
 #include "lmdb_env.hpp"
+#include "recall_filter.hpp"
+#include "record_meta.hpp"
 #include "schema.hpp"
 #include "similarity.hpp"
 #include "vector_index.hpp"
@@ -32,6 +37,9 @@ struct Row {
     uint32_t round = 0;
     float score = 0.f;
     Via via = Via::none;
+    bool has_times = false;  // false: written before schema 3
+    RecordTimes times;
+    std::string metadata;  // the reading owner's (recall; get with an owner), or empty
 };
 
 struct PrepareResult {
@@ -53,6 +61,7 @@ struct StatementPlan {
     int64_t target = 0;
     std::string_view expected;
     std::string_view kept;
+    std::string_view metadata;  // a JSON object for (record, owner), or empty: leave it as it is
 };
 
 struct DepositPlan {
@@ -189,8 +198,35 @@ public:
     // as commit compares them (the planner's check of a batch's new records).
     void similarities(const float* queries, size_t n, const float* kept, size_t m, float* out) const;
 
-    std::vector<Row> recall(const std::string& owner, const float* query, size_t k, bool expand);
-    Row get(uint64_t id);
+    // filter (recall_filter.hpp) keeps hits and expansion rows to those that
+    // pass; hits scoring below threshold are dropped before expansion.
+    std::vector<Row> recall(const std::string& owner, const float* query, size_t k, bool expand,
+                            const RecallFilter& filter = RecallFilter(),
+                            float threshold = -std::numeric_limits<float>::infinity());
+    // With owner, the row carries that owner's metadata.
+    Row get(uint64_t id, const std::string& owner = std::string());
+    // A record's times and every owner's metadata, for export and import
+    // (record_meta.cpp): ids ascending after `after`, at most limit rows
+    // (records without times or metadata are left out).
+    struct MetaDump {
+        uint64_t id = 0;
+        bool has_times = false;
+        RecordTimes times;
+        std::vector<std::pair<std::string, std::string>> metadata;  // (owner name, JSON), owner id order
+    };
+    std::vector<MetaDump> meta_dump(uint64_t after, size_t limit);
+    // The record's merge-log entries, seq ascending (its history; record_meta.cpp).
+    std::vector<MergeRow> merges_of(uint64_t id);
+    // Writes imported times and metadata in one transaction: each row names a
+    // live record, each owner one of its owners (else InvalidArgument, nothing written).
+    void load_meta(const std::vector<MetaDump>& rows);
+    // The sole owner rewrites the record in place: text, vector (kept form),
+    // digest, its statements (one, row 0), a merge-log entry of the text let
+    // go of, updated time and (unless empty) its metadata. False: a conflict
+    // (the text is no longer expected_text), nothing written. InvalidArgument
+    // when others own it too (record_meta.cpp).
+    bool update(const std::string& owner, uint64_t id, std::string_view expected_text, std::string_view text,
+                const unsigned char* digest, const float* vector, uint32_t round, std::string_view metadata);
     std::vector<uint64_t> neighbors(uint64_t id);
     std::vector<uint64_t> owned(const std::string& owner);
     // owner leaves the record. The last owner deletes it; otherwise the
@@ -253,7 +289,7 @@ private:
     // One handle per table of schema.hpp.
     struct Dbs {
         MDB_dbi meta, records, vectors, owners, owned, owners_by_name, owner_names, edges, merges, rmerges, norms,
-            rnorms, journal, hist, said;
+            rnorms, journal, hist, said, times, metadata;
     };
     // A record another writer added after a commit's prepare, with its vector.
     struct Rival {
@@ -284,9 +320,27 @@ private:
     size_t search_cost(size_t width) const;  // in scanned vectors
     void ensure_allow_set(uint32_t owner);
     bool search_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k, size_t count, size_t total, size_t wanted,
-                      std::vector<Hit>& hits);
-    std::vector<Hit> scan_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k);
-    std::vector<Row> recall_rows(MDB_txn* txn, uint32_t owner, const std::vector<Hit>& hits, bool expand);
+                      std::vector<Hit>& hits, const RecallFilter& filter = RecallFilter());
+    std::vector<Hit> scan_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k,
+                                const RecallFilter& filter = RecallFilter());
+    std::vector<Row> recall_rows(MDB_txn* txn, uint32_t owner, const std::vector<Hit>& hits, bool expand,
+                                 const RecallFilter& filter = RecallFilter());
+    // Whether record id passes filter for owner oid (recall_filter.cpp).
+    bool passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& filter);
+    // The side tables of record_meta.hpp (record_meta.cpp): reads into a
+    // row, stamps (created and updated, or updated only), an owner's
+    // metadata (checked first), and the deletes of a record's or an owner's rows.
+    void read_record_meta(MDB_txn* txn, uint64_t id, uint32_t oid, Row& row);
+    void stamp_times(MDB_txn* txn, uint64_t id, bool created);
+    void put_metadata(MDB_txn* txn, uint64_t id, uint32_t oid, std::string_view json);
+    void drop_metadata(MDB_txn* txn, uint64_t id, uint32_t oid);  // oid 0: every owner's
+    void drop_times(MDB_txn* txn, uint64_t id);
+    // I16 (times) and I17 (metadata), record_meta.cpp: verify reports rows of
+    // absent records, metadata of non-owners, and damaged values; repair
+    // drops them (after the owner sets are rebuilt).
+    void verify_record_meta(MDB_txn* txn, const std::set<uint64_t>& records,
+                            const std::function<void(std::string)>& bad);
+    void repair_record_meta(MDB_txn* txn, const std::set<uint64_t>& keep);
     std::vector<uint64_t> neighbors_in(MDB_txn* txn, uint64_t id);
     std::vector<SaidRow> said_rows(MDB_txn* txn, uint64_t id);
     // The forget of one owner from a record others keep (forget's write).
@@ -354,6 +408,7 @@ private:
     size_t expansion_search_ = 64;  // usearch's search width: a search of k costs max(k, this)
     unsigned char uuid_[16] = {};
     bool has_said_ = true;  // false: a read-only open of a schema-1 store
+    bool has_record_meta_ = true;  // false: a read-only open of a schema-1 or 2 store (no times, no metadata)
 
     // The index and everything derived from the journal, under one lock:
     // searches share it, catch-up takes it exclusively.

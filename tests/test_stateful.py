@@ -1,7 +1,8 @@
 """A hypothesis state machine: random sequences of every public Store
 operation (deposit, deposit_many, forget, recall, get, neighbors, owned,
-stats, records, reopen, and Planfence publish/head) against a small
-pure-Python model of what the store must hold."""
+stats, records, reopen, and Planfence publish/head; deposits with metadata
+and recall filtered with ``where``) against a small pure-Python model of
+what the store must hold."""
 
 from __future__ import annotations
 
@@ -43,13 +44,19 @@ class StoreModel:
         self.deposits = 0
         self.agents: set[str] = set()
         self.lineage: dict[str, tuple[str, list[str]]] = {}  # key -> (owner, values)
+        self.meta: dict[tuple[int, str], dict] = {}  # (record, owner) -> that owner's metadata
+        self.rounds: dict[int, int] = {}  # record -> the round it was made in
 
     def by_text(self, text: str) -> Optional[int]:
         return next((i for i, (t, _) in self.records.items() if t == text), None)
 
-    def deposit(self, owner: str, texts: list[str], ids: list[int]) -> None:
+    def deposit(self, owner: str, texts: list[str], ids: list[int], rnd: int = 0, meta: Optional[dict] = None) -> None:
         """Checks the ids the store chose against the model, then applies them."""
         for text, rid in zip(texts, ids):
+            if self.by_text(text) is None:
+                self.rounds[rid] = rnd
+            if meta is not None:
+                self.meta[(rid, owner)] = meta
             known = self.by_text(text)
             if known is not None:
                 assert rid == known, f"{text!r} should merge into {known}, went to {rid}"
@@ -63,6 +70,7 @@ class StoreModel:
 
     def forget(self, owner: str, rid: int) -> None:
         self.records[rid][1].discard(owner)
+        self.meta.pop((rid, owner), None)
         if not self.records[rid][1]:
             del self.records[rid]
             self.edges = {e for e in self.edges if rid not in e}
@@ -89,7 +97,32 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(owner=owners, texts=statements, rnd=st.integers(0, 3))
     def deposit(self, owner: str, texts: list[str], rnd: int) -> None:
         d = self.store.deposit(owner, texts, np.stack([vec(t) for t in texts]), round=rnd)
-        self.model.deposit(owner, texts, d.ids)
+        self.model.deposit(owner, texts, d.ids, rnd)
+
+    @rule(owner=owners, texts=statements, rnd=st.integers(0, 3), tag=st.sampled_from(["x", "y"]))
+    def deposit_with_metadata(self, owner: str, texts: list[str], rnd: int, tag: str) -> None:
+        meta = {"tag": tag, "n": len(texts)}
+        d = self.store.deposit(owner, texts, np.stack([vec(t) for t in texts]), round=rnd, metadata=meta)
+        self.model.deposit(owner, texts, d.ids, rnd, meta)
+
+    @rule(owner=owners, text=st.sampled_from(TEXTS), k=st.integers(1, 4), pick=st.integers(0, 4))
+    def filtered_recall(self, owner: str, text: str, k: int, pick: int) -> None:
+        """Filtered recall equals a brute-force filter over the model, then the k best."""
+        where, keep = [
+            ({"tag": "x"}, lambda m, r: m.get("tag") == "x"),
+            ({"tag": {"$in": ["x", "y"]}}, lambda m, r: m.get("tag") in ("x", "y")),
+            ({"n": {"$gte": 2}}, lambda m, r: m.get("n", 0) >= 2),
+            ({"round": {"$lte": 1}}, lambda m, r: r <= 1),
+            ({"tag": "y", "round": {"$gte": 1}}, lambda m, r: m.get("tag") == "y" and r >= 1),
+        ][pick]
+        q = vec(text)
+        passing = [
+            i for i in self.model.owned(owner) if keep(self.model.meta.get((i, owner), {}), self.model.rounds[i])
+        ]
+        hits = sorted(passing, key=lambda i: (-float(vec(self.model.records[i][0]) @ q), i))[:k]
+        got = self.store.recall(owner, q, k=k, expand=False, where=where)
+        assert [m.id for m in got] == hits
+        assert all(m.metadata == self.model.meta.get((m.id, owner)) for m in got)
 
     @rule(items=st.lists(st.tuples(owners, statements), min_size=1, max_size=3))
     def deposit_many(self, items: list[tuple[str, list[str]]]) -> None:

@@ -18,7 +18,7 @@ from .compact import Compacted, compact
 from .errors import ContentionError, CorruptStoreError, Error, StoreFullError
 from .judges import JudgeRequest
 from .planfence.fence import Check, Fence, Link, Stale, StalePlanError
-from .records import Deposit, Memory, Merge, Stats
+from .records import Change, Deposit, Memory, Merge, Stats
 from .store import Store
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "Deposit",
     "Merge",
     "Stats",
+    "Change",
     "JudgeRequest",
     "Error",
     "CorruptStoreError",

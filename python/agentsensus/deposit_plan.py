@@ -45,6 +45,9 @@ class Item:
     vectors: F32
     digests: list[bytes]
     round: int
+    # Per statement, the owner's metadata for the record it ends in (a JSON
+    # object's text) or None; None: no metadata given.
+    metadata: Optional[list[Optional[str]]] = None
 
 
 @dataclass
@@ -226,9 +229,10 @@ class BatchPlanner:
                 merged.append(True)
             resolved.append(rid)
             self.by_digest.setdefault(item.digests[i], rid)
-        self.plans.append(
-            (item.owner, item.round, item.statements, b"".join(item.digests), item.vectors, targets, expected, kept)
-        )
+        digests = b"".join(item.digests)
+        plan: tuple[Any, ...] = (item.owner, item.round, item.statements, digests, item.vectors)
+        plan += (targets, expected, kept)
+        self.plans.append(plan if item.metadata is None else (*plan, item.metadata))
         self.merged.append(merged)
 
     # -- the steps of finish -----------------------------------------------------

@@ -1,11 +1,12 @@
-"""The value types the Store returns: Memory, Deposit, Merge, Stats."""
+"""The value types the Store returns: Memory, Deposit, Merge, Stats, Change."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+import datetime
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
-__all__ = ["Memory", "Deposit", "Merge", "Stats"]
+__all__ = ["Memory", "Deposit", "Merge", "Stats", "Change"]
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,11 @@ class Memory:
     ``via`` says how the record was reached: ``"hit"`` (nearest neighbour),
     ``"edge"`` (one affiliation edge from a hit), ``"candidate"`` (shown to a
     judge) or ``""`` (read with ``get``).
+
+    ``metadata`` is the reading owner's metadata of the record (``recall``,
+    ``get(id, owner=...)``; ``None`` when it gave none), ``created_at`` and
+    ``updated_at`` the record's times as UTC datetimes (``None`` for records
+    written before the store kept times).
     """
 
     id: int
@@ -24,6 +30,9 @@ class Memory:
     round: int
     score: Optional[float] = None
     via: str = ""
+    metadata: Optional[dict[str, Any]] = field(default=None, hash=False)
+    created_at: Optional[datetime.datetime] = None
+    updated_at: Optional[datetime.datetime] = None
 
 
 @dataclass(frozen=True)
@@ -61,3 +70,20 @@ class Stats:
     linked: int
     max_owners: int
     agents: int
+
+
+@dataclass(frozen=True)
+class Change:
+    """One event of a record's history (``Store.history``), oldest first:
+    ``"ADD"`` (``owner`` made the record with text ``new``), ``"UPDATE"``
+    (the record's text went from ``old`` to ``new``, by ``owner``'s merge or
+    update) or ``"MERGE"`` (``owner``'s statement merged in; the text stayed
+    ``new``). ``at`` is known for the ``"ADD"`` of records the store timed;
+    the merge log, which the rest is read from, keeps no times."""
+
+    event: str
+    old: Optional[str]
+    new: str
+    owner: str
+    round: int
+    at: Optional[datetime.datetime] = None

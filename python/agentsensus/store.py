@@ -28,7 +28,9 @@ from .forget_plan import plan_forget
 from .io.leftovers import remove_abandoned_imports
 from .normalize import text_digest
 from .policies import MergePolicy, resolve
-from .records import Deposit, Memory, Merge, Stats
+from .record_history import history_of
+from .record_meta import decode_metadata, encode_where, metadata_per_statement, to_datetime
+from .records import Change, Deposit, Memory, Merge, Stats
 from .validation import check_k, check_owner, check_query, check_round, check_statements, check_vectors
 
 if TYPE_CHECKING:
@@ -318,12 +320,15 @@ class Store:
     def _batch(self, items: Iterable[tuple[str, Sequence[str], Any]], rnd: int) -> list[Item]:
         batch: list[Item] = []
         for n, it in enumerate(items):
+            # A 4th element, when present, is the item's metadata (as deposit takes it).
+            if not isinstance(it, (tuple, list)) or len(it) not in (3, 4):
+                raise TypeError(f"items[{n}] must be a tuple (owner, statements, vectors[, metadata])")
+            owner, statements, vectors = it[0], it[1], it[2]
             try:
-                owner, statements, vectors = it
-            except (TypeError, ValueError):
-                raise TypeError(f"items[{n}] must be a tuple (owner, statements, vectors)") from None
-            try:
-                batch.append(self._item(owner, statements, vectors, rnd))
+                item = self._item(owner, statements, vectors, rnd)
+                if len(it) == 4:
+                    item.metadata = metadata_per_statement(it[3], len(item.statements))
+                batch.append(item)
             except (TypeError, ValueError) as e:
                 raise type(e)(f"items[{n}]: {e}") from None
         return batch
@@ -336,12 +341,19 @@ class Store:
         *,
         round: int = 0,
         judge: Optional[JudgeFn] = None,
+        metadata: Any = None,
     ) -> Deposit:
         """One agent's write, already split into statements. Each statement
         merges into an existing record the judge names, or becomes a new
         record owned by ``owner``; the records the statements end in are
-        joined pairwise by affiliation edges. All or nothing."""
+        joined pairwise by affiliation edges. All or nothing.
+
+        ``metadata``: a JSON object (dict) for every statement, or a list of
+        one dict (or ``None``) per statement. It becomes ``owner``'s metadata
+        of the record each statement ends in, replacing what ``owner`` gave
+        that record before; other owners' metadata of it is theirs and stays."""
         item = self._item(owner, statements, vectors, check_round(round))
+        item.metadata = metadata_per_statement(metadata, len(item.statements))
         return self._run([item], judge)[0]
 
     def deposit_many(
@@ -388,19 +400,37 @@ class Store:
         *,
         round: int = 0,
         judge: Optional[JudgeFn] = None,
+        metadata: Any = None,
     ) -> Deposit:
         """``deposit`` for asyncio: the judge may be a coroutine function, and
         engine work runs in a worker thread so the event loop stays free."""
         item = await asyncio.to_thread(self._item, owner, statements, vectors, check_round(round))
+        item.metadata = metadata_per_statement(metadata, len(item.statements))
         return (await self._arun([item], judge))[0]
 
     # -- reads -----------------------------------------------------------------
 
-    def recall(self, owner: str, query: Any, *, k: int = 5, expand: bool = True) -> list[Memory]:
+    def recall(
+        self,
+        owner: str,
+        query: Any,
+        *,
+        k: int = 5,
+        expand: bool = True,
+        where: Optional[dict[str, Any]] = None,
+        threshold: Optional[float] = None,
+    ) -> list[Memory]:
         """The ``k`` records ``owner`` owns that are most similar to ``query``
         (a vector, or a str when the store has ``embed``), then, with
         ``expand``, the records one affiliation edge away from them that
-        ``owner`` also owns. Never returns a record ``owner`` does not own."""
+        ``owner`` also owns. Never returns a record ``owner`` does not own.
+
+        ``where`` keeps hits and expansion rows to records that pass it (on
+        ``owner``'s metadata, ``round``, ``created_at``, ``updated_at``:
+        equality, ``$in``, ``$gte``/``$lte``/``$gt``/``$lt``; see
+        :mod:`agentsensus.record_meta`): the engine filters inside its
+        candidate scan, so the hits are the k best that pass. ``threshold``
+        drops hits scoring below it (and what only they would expand to)."""
         engine = self._handles().engine
         owner = check_owner(owner, existing=True)
         k = check_k(k)
@@ -408,14 +438,21 @@ class Store:
             if self.embed is None:
                 raise TypeError("query is a str, but this store has no embed function: pass a vector")
             query = self.embed([query])
+        spec = encode_where(where)
+        floor = _check_threshold(threshold)
         q = check_query(query, self.dim, self.metric)
-        rows = engine.recall(owner, q, k, bool(expand))
-        return [Memory(i, t, frozenset(o), r, s, v) for i, t, o, r, s, v in rows]
+        rows = engine.recall_where(owner, q, k, bool(expand), spec, floor)
+        return [
+            Memory(i, t, frozenset(o), r, s, v, decode_metadata(m), to_datetime(c), to_datetime(u))
+            for i, t, o, r, s, v, c, u, m in rows
+        ]
 
-    def get(self, id: int) -> Memory:
-        """The record ``id``; ``KeyError`` when absent."""
-        i, t, o, r = self._handles().engine.get(_check_id(id))
-        return Memory(i, t, frozenset(o), r)
+    def get(self, id: int, owner: Optional[str] = None) -> Memory:
+        """The record ``id``; ``KeyError`` when absent. With ``owner``, the
+        memory carries that owner's metadata of it."""
+        who = "" if owner is None else check_owner(owner)
+        i, t, o, r, c, u, m = self._handles().engine.get_meta(_check_id(id), who)
+        return Memory(i, t, frozenset(o), r, None, "", decode_metadata(m), to_datetime(c), to_datetime(u))
 
     def neighbors(self, id: int) -> list[int]:
         """Record ids one affiliation edge from ``id``, ascending."""
@@ -443,6 +480,81 @@ class Store:
             f"forget gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing record {rid}"
         )
 
+    def update(
+        self,
+        id: int,
+        text: str,
+        *,
+        owner: str,
+        vector: Any = None,
+        round: int = 0,
+        metadata: Optional[dict[str, Any]] = None,
+    ) -> int:
+        """``owner`` rewrites its record ``id`` to ``text`` (embedded with
+        ``embed`` unless ``vector`` is given); returns the id that holds it.
+        A record only ``owner`` owns is rewritten in place, in one commit:
+        same id, new text and vector, the old text in the merge log (see
+        ``history``), ``updated_at`` moved, ``metadata`` (when given)
+        replacing ``owner``'s. A record others own too keeps their words:
+        ``text`` is deposited as ``owner``'s (it may merge elsewhere), then
+        ``owner`` forgets the old record; a crash between the two leaves
+        ``owner`` with both, never neither. ``KeyError`` when ``owner`` does
+        not own ``id``."""
+        from .record_meta import check_metadata
+
+        engine = self._writable()
+        owner, rid = check_owner(owner, existing=True), _check_id(id)
+        item = self._item(owner, [text], None if vector is None else [vector], check_round(round))
+        meta = "" if metadata is None else check_metadata(metadata)
+        for _ in range(_MAX_ATTEMPTS):
+            current = self.get(rid)
+            if owner not in current.owners:
+                raise KeyError(f"record {rid} is not owned by {owner!r}")
+            if len(current.owners) > 1:
+                got = self.deposit(owner, [text], item.vectors, round=item.round, metadata=metadata)
+                if got.ids[0] != rid:
+                    self.forget(owner, rid)
+                return got.ids[0]
+            kept = engine.prepare_vectors(item.vectors)[0]
+            try:
+                if engine.update(owner, rid, current.text, item.statements[0], item.digests[0], kept, item.round, meta):
+                    return rid
+            except ValueError as e:
+                if "other owners" not in str(e):
+                    raise  # another owner joined since get: go round again
+        raise ContentionError(
+            f"update gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing record {rid}"
+        )
+
+    def history(self, id: int) -> list[Change]:
+        """Record ``id``'s changes, oldest first (see :class:`Change`): how it
+        was made, each text change, each statement merged in. Read from the
+        said rows and the merge log (agentsensus.record_history); ``KeyError``
+        when absent."""
+        return history_of(self._handles().engine, _check_id(id))
+
+    def delete_all(self, owner: str) -> int:
+        """``owner`` forgets every record it owns (``forget``, one commit
+        each); returns how many. Records others own stay, without
+        ``owner``'s words."""
+        self._writable()
+        owner = check_owner(owner, existing=True)
+        ids = self.owned(owner)
+        for rid in ids:
+            self.forget(owner, rid)
+        return len(ids)
+
+    def reset(self) -> int:
+        """Every owner forgets everything: the store is left with no
+        records (its identity, dim, metric and Planfence lineage stay);
+        returns how many records there were. One commit per (owner, record)."""
+        self._writable()
+        n = self.stats().records
+        for owner in list(self._handles().engine.owner_names()):
+            if self.owned(owner):
+                self.delete_all(owner)
+        return n
+
     def stats(self) -> Stats:
         """Store-wide counts (see :class:`Stats`)."""
         return Stats(**self._handles().engine.stats())
@@ -451,9 +563,9 @@ class Store:
         """Every record, in id order (a consistent snapshot per page of 1024)."""
         after = 0
         while True:
-            page = self._handles().engine.records(after, 1024)
-            for i, t, o, r in page:
-                yield Memory(i, t, frozenset(o), r)
+            page = self._handles().engine.records_meta(after, 1024)
+            for i, t, o, r, c, u in page:
+                yield Memory(i, t, frozenset(o), r, None, "", None, to_datetime(c), to_datetime(u))
                 after = i
             if len(page) < 1024:
                 return
@@ -496,6 +608,16 @@ def _check_per_item(judge_per_item: Any) -> bool:
     if not isinstance(judge_per_item, bool):
         raise TypeError(f"judge_per_item must be a bool, got {type(judge_per_item).__name__}")
     return judge_per_item
+
+
+def _check_threshold(threshold: Any) -> float:
+    if threshold is None:
+        return float("-inf")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating, np.integer)):
+        raise TypeError(f"threshold must be a number, got {type(threshold).__name__}")
+    if threshold != threshold:
+        raise ValueError("threshold must not be NaN")
+    return float(threshold)
 
 
 def _check_id(id: Any) -> int:

@@ -13,8 +13,10 @@ One JSON object per line, each with a ``"type"``, in this order:
   that exact-duplicate detection maps to it) and ``vector`` (the stored
   float32 vector, little-endian, base64) and ``said`` (the statements that
   ended in it, each ``n``, ``owner``, ``round``, ``text`` and, but for
-  ``n`` 0, whose vector is the record's, its ``vector`` as above), one per
-  record in id order;
+  ``n`` 0, whose vector is the record's, its ``vector`` as above), and,
+  when the store has them, ``created_at``/``updated_at`` (microseconds since
+  the epoch) and ``metadata`` (owner name -> that owner's metadata object),
+  one per record in id order;
 - ``merge``: ``seq``, ``survivor``, ``kept``, ``discarded``, ``owner``,
   ``round``, the merge log oldest first;
 - ``key``: a Planfence key with its ``owner``, ``head``, every ``versions``
@@ -95,6 +97,8 @@ def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
         rows, vectors = engine.dump(after, _PAGE)
         if not rows:
             return
+        # Times and metadata (side tables): at most one row per record of this page.
+        meta = {m[0]: m for m in engine.meta_dump(after, _PAGE) if m[0] <= rows[-1][0]}
         for (rid, text, owners, rnd, deposit, edges, digests, said), vec in zip(rows, vectors):
             yield {
                 "type": "record",
@@ -116,8 +120,23 @@ def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
                     }
                     for n, o, r, t, vb in said
                 ],
+                **_record_meta_fields(meta.get(rid)),
             }
         after = rows[-1][0]
+
+
+def _record_meta_fields(meta: Any) -> dict[str, Any]:
+    """A record line's ``created_at``/``updated_at`` (microseconds since the
+    epoch) and ``metadata`` (owner -> object), each left out when absent."""
+    if meta is None:
+        return {}
+    _rid, created, updated, per_owner = meta
+    out: dict[str, Any] = {}
+    if created is not None:
+        out["created_at"], out["updated_at"] = created, updated
+    if per_owner:
+        out["metadata"] = {owner: json.loads(text) for owner, text in per_owner}
+    return out
 
 
 def _merge_rows(store: "Store") -> Iterator[dict[str, Any]]:

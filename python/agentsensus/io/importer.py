@@ -25,6 +25,7 @@ import numpy as np
 from .. import _core
 from ..errors import Error
 from ..planfence.fence import value_digest
+from ..record_meta import check_metadata
 from .export import FORMAT
 from .leftovers import PREFIX, hold, release, remove_abandoned_imports
 
@@ -105,6 +106,7 @@ class _Loader:
         self.rows: list[tuple[Any, ...]] = []
         self.vectors: list[np.ndarray] = []
         self.merges: list[tuple[Any, ...]] = []
+        self.meta: list[tuple[Any, ...]] = []  # (id, created, updated, [(owner, json)]) of the batch's records
         self.pending_edges: set[tuple[int, int]] = set()  # (lower, higher) listed by lower, not yet by higher
         self.keys: dict[str, tuple[str, int, list[dict[str, Any]]]] = {}
         self.counts = {"record": 0, "merge": 0}
@@ -118,13 +120,15 @@ class _Loader:
         vectors = np.stack(self.vectors) if self.vectors else np.zeros((0, self.dim), np.float32)
         try:
             self.engine.load(self.agents, self.rows, vectors, self.merges, None)
+            if self.meta:
+                self.engine.load_meta(self.meta)  # after its records, which it names
         except (ValueError, KeyError) as e:
             raise ValueError(f"lines {self.first_line}-{self.line}: {e}") from None
         self.agents = []
         self.first_line = None
         self.counts["record"] += len(self.rows)
         self.counts["merge"] += len(self.merges)
-        self.rows, self.vectors, self.merges = [], [], []
+        self.rows, self.vectors, self.merges, self.meta = [], [], [], []
         if self.progress:
             self.progress(self.counts["record"], self.total)
 
@@ -165,6 +169,9 @@ class _Loader:
             (rid, _get(row, "text", str), owners, _uint(row, "round"), _uint(row, "deposit"), edges, digests, said)
         )
         self.vectors.append(np.frombuffer(raw, dtype="<f4").astype(np.float32))
+        meta = _record_meta(row, rid, owners)
+        if meta is not None:
+            self.meta.append(meta)
         if len(self.rows) >= self.batch:
             self._flush()
 
@@ -265,6 +272,27 @@ class _Loader:
             if got != (owner, head):
                 raise _Bad(f"key {key!r}: owner and head are {got} after import, the export says {(owner, head)}")
         return Imported(self.counts["record"], self.counts["merge"], len(self.keys), len(order))
+
+
+def _record_meta(row: dict[str, Any], rid: int, owners: list[str]) -> Optional[tuple[Any, ...]]:
+    """A record line's times and metadata as load_meta takes them; None when it has neither."""
+    has_times = "created_at" in row or "updated_at" in row
+    created = _uint(row, "created_at") if has_times else None
+    updated = _uint(row, "updated_at") if has_times else None
+    per_owner = row.get("metadata", {})
+    if not isinstance(per_owner, dict):
+        raise _Bad("'metadata' must be an object of owner -> metadata object")
+    pairs = []
+    for owner, value in sorted(per_owner.items()):
+        if owner not in owners:
+            raise _Bad(f"'metadata' names {owner!r}, who does not own record {rid}")
+        try:
+            pairs.append((owner, check_metadata(value, f"the metadata of {owner!r}")))
+        except (TypeError, ValueError) as e:
+            raise _Bad(str(e)) from None
+    if not has_times and not pairs:
+        return None
+    return (rid, created, updated, pairs)
 
 
 def _parse(n: int, line: str) -> dict[str, Any]:
