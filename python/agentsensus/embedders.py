@@ -14,6 +14,12 @@ never imports torch or openai:
 - ``openai(model, ...)``: an OpenAI-compatible ``/embeddings`` endpoint
   (the ``llm`` extra), through :class:`agentsensus.llm.client.LLMClient`;
   it lives in :mod:`agentsensus.llm.embedder` and is re-exported here.
+
+Each built-in embedder carries a ``name`` (``"hash"``, ``"minilm"``,
+``"sentence_transformers:NAME"``, ``"openai:MODEL"``; ``None`` when its
+options are not part of a name), and :func:`from_name` makes one from a
+name. A store created with a named embedder records the name and reopens
+with it when no ``embed`` is given.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ __all__ = [
     "minilm",
     "sentence_transformers",
     "openai",
+    "from_name",
+    "name_of",
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -57,6 +65,8 @@ class HashEmbedder:
             raise ValueError(f"dim must be a positive int, got {dim!r}")
         self.dim = dim
         self.bigrams = bigrams
+        #: "hash" (384-d), "hash:DIM" for another size; None without bigrams.
+        self.name: Optional[str] = None if not bigrams else "hash" if dim == 384 else f"hash:{dim}"
 
     def _features(self, text: str) -> list[str]:
         words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
@@ -125,6 +135,8 @@ class SentenceTransformerEmbedder:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         self.name_or_path = name_or_path
+        #: "sentence_transformers:NAME"; None without normalize (the name does not say it).
+        self.name: Optional[str] = f"sentence_transformers:{name_or_path}" if normalize else None
         self.device = device
         self.batch_size = batch_size
         self.normalize = normalize
@@ -193,6 +205,7 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
 
     def __init__(self, *, device: Optional[str] = None, batch_size: int = 64) -> None:
         super().__init__("all-MiniLM-L6-v2", dim=384, device=device, batch_size=batch_size)
+        self.name = "minilm"
 
     def _path(self) -> str:
         try:
@@ -221,6 +234,34 @@ def sentence_transformers(
 
 #: all-MiniLM-L6-v2, 384-d, loaded on its first call (the ``minilm`` extra).
 minilm = MiniLMEmbedder()
+
+
+def from_name(name: str) -> Any:
+    """The embedder a name stands for: ``hash`` (or ``hash:DIM``),
+    ``minilm``, ``sentence_transformers:NAME`` or ``openai:MODEL`` (its
+    endpoint and key from the environment, as :func:`openai`)."""
+    if not isinstance(name, str):
+        raise TypeError(f"an embedder name must be a str, got {type(name).__name__}")
+    kind, _, arg = name.partition(":")
+    if kind == "hash" and not arg:
+        return hash
+    if kind == "hash" and arg.isdigit() and int(arg) > 0:
+        return HashEmbedder(int(arg))
+    if kind == "minilm" and not arg:
+        return minilm
+    if kind == "sentence_transformers" and arg:
+        return sentence_transformers(arg)
+    if kind == "openai" and arg:
+        from .llm.embedder import openai
+
+        return openai(arg)
+    raise ValueError(f"unknown embedder {name!r}: use hash, minilm, sentence_transformers:NAME or openai:MODEL")
+
+
+def name_of(embed: Any) -> Optional[str]:
+    """The name an embedder carries (a built-in one), or None."""
+    name = getattr(embed, "name", None)
+    return name if isinstance(name, str) and name else None
 
 
 def __getattr__(name: str) -> Any:

@@ -1,17 +1,22 @@
 """``ConsensusStore``: a LangGraph ``BaseStore`` on the consensus store.
 
 Each namespace maps to an owner (by default its labels joined with ``.``:
-LangGraph forbids periods in labels, so the mapping is one to one). A put
-deposits the item's indexed texts (the ``index`` config's ``fields``, or the
-put's own ``index``) as one deposit of that owner: texts that other
-namespaces already hold as the same fact merge into their records (the
-store's judge decides), and the texts of one item are joined by affiliation
-edges. A semantic search recalls, per owner under the prefix, the records
+LangGraph forbids periods in labels, so the mapping is one to one) and to a
+scope (by default its top label). A put deposits the item's indexed texts
+(the ``index`` config's ``fields``, or the put's own ``index``) as one
+deposit of that owner in that scope: texts that other namespaces of the same
+scope already hold as the same fact merge into their records (the store's
+judge decides), a namespace of another scope never sees them, and the texts
+of one item are joined by affiliation edges. A semantic search recalls, per owner under the prefix, the records
 that owner owns, and returns the items whose texts ended in them.
 
-The items themselves (key, JSON value, timestamps) live in a SQLite file
-beside the store (see :mod:`.langgraph_items`): a record holds text and
-owners, not values.
+The items themselves (key, JSON value, timestamps, the records their texts
+ended in) live in the store's own LMDB environment (see
+:mod:`.langgraph_items`): a record holds text and owners, not values. A put
+is one transaction: its deposit and its item row commit together, so they
+cannot disagree after a crash. Records an item no longer uses are forgotten
+by their owner right after, in transactions of their own; a crash between
+leaves such a record owned but unused, which searches skip.
 
 ``index`` takes LangGraph's ``IndexConfig`` keys (``dims``, ``embed``,
 ``fields``) and ``distance_type`` (``"cosine"``, ``"inner_product"`` or
@@ -27,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, TypedDict, Union, cast
 
 import numpy as np
@@ -53,10 +57,19 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import AEmbeddingsFunc, EmbeddingsFunc
 
 from .. import embedders
-from ..records import Deposit
+from ..scopes import check_scope
 from ..store import Store
 from . import open_stores
-from .langgraph_items import ItemRow, ItemTable, join_namespace
+from .langgraph_items import (
+    SQLITE_NAME,
+    ItemBatch,
+    ItemRow,
+    ItemTable,
+    join_namespace,
+    migrate_sqlite,
+    now_us,
+    stderr_progress,
+)
 
 __all__ = ["ConsensusStore", "ConsensusIndexConfig", "ArrayEmbeddingsFunc"]
 
@@ -89,12 +102,13 @@ _WIDEN = 4
 class _PutPlan:
     """One put to apply: its op, owner, and the (path, text) pairs to index."""
 
-    __slots__ = ("op", "owner", "texts")
+    __slots__ = ("op", "owner", "texts", "scope")
 
-    def __init__(self, op: PutOp, owner: str, texts: list[tuple[str, str]]) -> None:
+    def __init__(self, op: PutOp, owner: str, texts: list[tuple[str, str]], scope: str = "") -> None:
         self.op = op
         self.owner = owner
         self.texts = texts
+        self.scope = scope
 
 
 class ConsensusStore(BaseStore):
@@ -114,8 +128,14 @@ class ConsensusStore(BaseStore):
     key-value store with filtered search (a new store then gets the default
     embedder's dim, 384, so ``embedders.hash`` can index it later).
     ``owner``: maps a namespace to the owner name (default: labels joined
-    by ``.``). ``items_path``: the SQLite file of items (default:
-    ``langgraph.sqlite3`` in the store's directory).
+    by ``.``). ``scope``: maps a namespace to the scope its texts are
+    deposited in (default: its top label, so ``("alice", "memories")`` and
+    ``("bob", "memories")`` never merge nor see each other's texts; return
+    ``""`` for one scope shared by all). The items live in the store itself. ``items_path``: the
+    SQLite item file of an earlier version (default: ``langgraph.sqlite3``
+    in the store's directory); when it exists, a writable open moves its
+    items into the store (showing progress on stderr) and renames it to
+    ``<name>.migrated``, and a read-only open refuses in one line.
     """
 
     supports_ttl = False
@@ -126,6 +146,7 @@ class ConsensusStore(BaseStore):
         *,
         index: Optional[Union[IndexConfig, ConsensusIndexConfig]] = None,
         owner: Optional[OwnerOf] = None,
+        scope: Optional[OwnerOf] = None,
         items_path: Optional[str] = None,
         **store_options: Any,
     ) -> None:
@@ -160,22 +181,26 @@ class ConsensusStore(BaseStore):
                 # needs a dim: the default embedder's, so it can be indexed later.
                 dims = embedders.hash.dim
             store_options.setdefault("dim", dims)
+            if config is not None and embedders.name_of(config["embed"]) is not None:
+                # A named embedder (embedders.hash...) is recorded with a new store.
+                store_options.setdefault("embed", config["embed"])
             # Shared with the other adapters on this path in this process (the
             # engine opens a store once per process); released by close().
             self.store, self._owns_store = open_stores.acquire(store, store_options)
         self._owner: OwnerOf = owner or join_namespace
+        self._scope: OwnerOf = scope or _top_label
+        self.items = ItemTable(self.store)
         try:
-            self.items = ItemTable(items_path or os.path.join(self.store.path, "langgraph.sqlite3"))
+            _migrate(self.store, items_path or os.path.join(self.store.path, SQLITE_NAME))
         except BaseException:
             if self._owns_store:
+                self._owns_store = False
                 open_stores.release(self.store)
             raise
 
     def close(self) -> None:
-        """Closes the item file, and lets go of the store when it was opened
-        here by path (the last adapter on that path closes it). Calling it
-        again does nothing."""
-        self.items.close()
+        """Lets go of the store when it was opened here by path (the last
+        adapter on that path closes it). Calling it again does nothing."""
         if self._owns_store:
             self._owns_store = False
             open_stores.release(self.store)
@@ -190,26 +215,37 @@ class ConsensusStore(BaseStore):
         """The owner name a namespace maps to."""
         return self._owner(tuple(namespace))
 
+    def scope_of(self, namespace: Sequence[str]) -> str:
+        """The scope a namespace's texts are deposited in."""
+        return check_scope(self._scope(tuple(namespace)))
+
     # -- batches ----------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Runs ``ops`` in order of results; reads see the state before the
         batch's puts, and the last put to a key wins (as ``InMemoryStore``).
-        All puts with texts go to the store in one transaction."""
+        All puts, their deposits and their item rows, go to the store in one
+        transaction."""
         results, plans, searches = self._prepare(list(ops))
         queries = self._queries(searches)
         qvecs = {q: np.asarray(self.embeddings.embed_query(q), dtype=np.float32) for q in queries}
         self._run_searches(searches, qvecs, results)
-        texts = [t for p in plans for _, t in p.texts]
-        vecs = self._embed_texts(texts)
-        deposits = self.store.deposit_many(self._deposit_items(plans, vecs)) if texts else []
-        self._apply(plans, deposits)
+        if plans:
+            texts = [t for p in plans for _, t in p.texts]
+            vecs = self._embed_texts(texts)
+            batch = self._item_batch(plans)
+            if texts:
+                items = [self.store._item(o, s, v, 0, sc) for o, s, v, sc in self._deposit_items(plans, vecs)]
+                self.store._run(items, None, False, batch)
+            else:
+                batch.unused = self.items.write(batch)
+            self._forget_unused(batch.unused)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` for asyncio: embedding uses the async embedder, each put
-        is an ``adeposit`` (so the store's judge may be a coroutine
-        function), and engine and file work runs in worker threads."""
+        """``batch`` for asyncio: embedding uses the async embedder, the puts
+        go through the store's async deposit path (so its judge may be a
+        coroutine function), and engine work runs in worker threads."""
         results, plans, searches = await asyncio.to_thread(self._prepare, list(ops))
         queries = self._queries(searches)
         qvecs: dict[str, Any] = {}
@@ -217,12 +253,17 @@ class ConsensusStore(BaseStore):
             found = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
             qvecs = {q: np.asarray(v, dtype=np.float32) for q, v in zip(queries, found)}
         await asyncio.to_thread(self._run_searches, searches, qvecs, results)
-        texts = [t for p in plans for _, t in p.texts]
-        vecs = None
-        if texts:
-            vecs = np.asarray(await self.embeddings.aembed_documents(texts), dtype=np.float32)
-        deposits = [await self.store.adeposit(o, s, v) for o, s, v in self._deposit_items(plans, vecs)]
-        await asyncio.to_thread(self._apply, plans, deposits)
+        if plans:
+            texts = [t for p in plans for _, t in p.texts]
+            batch = self._item_batch(plans)
+            if texts:
+                vecs = np.asarray(await self.embeddings.aembed_documents(texts), dtype=np.float32)
+                deposits = self._deposit_items(plans, vecs)
+                items = await asyncio.to_thread(lambda: [self.store._item(o, s, v, 0, sc) for o, s, v, sc in deposits])
+                await self.store._arun(items, None, False, batch)
+            else:
+                batch.unused = await asyncio.to_thread(self.items.write, batch)
+            await asyncio.to_thread(self._forget_unused, batch.unused)
         return results
 
     # -- preparing --------------------------------------------------------------
@@ -254,9 +295,9 @@ class ConsensusStore(BaseStore):
         return results, [self._plan(op) for op in puts.values()], searches
 
     def _plan(self, op: PutOp) -> _PutPlan:
-        owner = self.owner_of(op.namespace)
+        owner, scope = self.owner_of(op.namespace), self.scope_of(op.namespace)
         if op.value is None or op.index is False or self.embeddings is None:
-            return _PutPlan(op, owner, [])
+            return _PutPlan(op, owner, [], scope)
         paths = self._fields if op.index is None else list(op.index)
         texts: list[tuple[str, str]] = []
         for path in paths:
@@ -265,7 +306,7 @@ class ConsensusStore(BaseStore):
                 texts.append((path, found[0]))
             else:
                 texts.extend((f"{path}.{n}", t) for n, t in enumerate(found))
-        return _PutPlan(op, owner, texts)
+        return _PutPlan(op, owner, texts, scope)
 
     def _embed_texts(self, texts: list[str]) -> Optional[np.ndarray]:
         if not texts:
@@ -273,36 +314,39 @@ class ConsensusStore(BaseStore):
         return np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32)
 
     @staticmethod
-    def _deposit_items(plans: list[_PutPlan], vecs: Optional[np.ndarray]) -> list[tuple[str, list[str], Any]]:
-        items: list[tuple[str, list[str], Any]] = []
+    def _deposit_items(plans: list[_PutPlan], vecs: Optional[np.ndarray]) -> list[tuple[str, list[str], Any, str]]:
+        items: list[tuple[str, list[str], Any, str]] = []
         at = 0
         for p in plans:
             if p.texts:
                 assert vecs is not None
-                items.append((p.owner, [t for _, t in p.texts], vecs[at : at + len(p.texts)]))
+                items.append((p.owner, [t for _, t in p.texts], vecs[at : at + len(p.texts)], p.scope))
                 at += len(p.texts)
         return items
 
     # -- writing ----------------------------------------------------------------
 
-    def _apply(self, plans: list[_PutPlan], deposits: Sequence[Deposit]) -> None:
-        """Writes the items and their record rows, then lets each owner forget
-        the records none of its items uses any more. A crash between the two
-        leaves at worst a record no item points to, which searches skip."""
-        now = datetime.now(timezone.utc).isoformat()
-        done = iter(deposits)
+    @staticmethod
+    def _item_batch(plans: list[_PutPlan]) -> ItemBatch:
+        """The item writes of the plans; a put with texts names its deposit
+        (the plans with texts, in order, are the commit's deposits)."""
+        now = now_us()
+        batch = ItemBatch()
+        deposit = 0
         for p in plans:
-            ids = next(done).ids if p.texts else []
-            old = self.items.records(p.op.namespace, p.op.key)
-            rows = [(path, p.owner, rid) for (path, _), rid in zip(p.texts, ids)]
             value = None if p.op.value is None else dict(p.op.value)
-            self.items.write(p.op.namespace, p.op.key, value, now, rows)
-            for owner, record in set(old):
-                if not self.items.in_use(owner, record):
-                    try:
-                        self.store.forget(owner, record)
-                    except KeyError:
-                        pass  # already gone (forgotten through the Store directly)
+            batch.put(p.op.namespace, p.op.key, value, now, deposit=deposit if p.texts else -1)
+            deposit += 1 if p.texts else 0
+        return batch
+
+    def _forget_unused(self, unused: Sequence[tuple[str, int]]) -> None:
+        """Each owner forgets the records none of its items uses any more
+        (the engine found them in the put's transaction)."""
+        for owner, record in unused:
+            try:
+                self.store.forget(owner, record)
+            except KeyError:
+                pass  # already gone (forgotten through the Store directly)
 
     # -- reading ----------------------------------------------------------------
 
@@ -326,7 +370,8 @@ class ConsensusStore(BaseStore):
             rows = [r for r in self.items.under(op.namespace_prefix) if _matches(r.value, op.filter)]
             return [_search_item(r, None) for r in rows[op.offset : op.offset + op.limit]]
         best: dict[tuple[str, str], tuple[float, ItemRow]] = {}
-        owners = sorted({self.owner_of(ns) for ns in self.items.namespaces(op.namespace_prefix)})
+        prefix = tuple(op.namespace_prefix)
+        owners = sorted({self.owner_of(ns) for ns in self.items.namespaces() if ns[: len(prefix)] == prefix})
         for owner in owners:
             self._recall_owner(owner, np.asarray(qvec, dtype=np.float32), op, want, best)
         ranked = sorted(best.values(), key=lambda sr: (-sr[0], sr[1].namespace, sr[1].key))
@@ -338,7 +383,7 @@ class ConsensusStore(BaseStore):
                 if len(kept) >= op.limit:
                     break
                 key = (join_namespace(r.namespace), r.key)
-                if key not in seen and not self.items.records(r.namespace, r.key) and _matches(r.value, op.filter):
+                if key not in seen and not r.refs and _matches(r.value, op.filter):
                     kept.append(_search_item(r, None))
         return kept
 
@@ -352,12 +397,11 @@ class ConsensusStore(BaseStore):
         while True:
             hits = self.store.recall(owner, qvec, k=k, expand=False)
             links = self.items.items_of(owner, [h.id for h in hits], op.namespace_prefix)
-            rows = self.items.get_many(key for keys in links.values() for key in keys)
             found = 0
             for h in hits:
-                for key in links.get(h.id, []):
-                    row = rows.get(key)
-                    if row is None or not _matches(row.value, op.filter):
+                for row in links.get(h.id, []):
+                    key = (join_namespace(row.namespace), row.key)
+                    if not _matches(row.value, op.filter):
                         continue
                     found += 1
                     score = self._score(h.score)
@@ -380,6 +424,11 @@ class ConsensusStore(BaseStore):
         if op.max_depth is not None:
             namespaces = sorted({ns[: op.max_depth] for ns in namespaces})
         return namespaces[op.offset : op.offset + op.limit]
+
+
+def _top_label(namespace: tuple[str, ...]) -> str:
+    """The default scope of a namespace: its first label."""
+    return namespace[0]
 
 
 def _check_index(index: Optional[Mapping[str, Any]]) -> Optional[ConsensusIndexConfig]:
@@ -410,13 +459,22 @@ def _check_index(index: Optional[Mapping[str, Any]]) -> Optional[ConsensusIndexC
     return cast(ConsensusIndexConfig, dict(index))
 
 
+def _migrate(store: Store, path: str) -> None:
+    """Moves an earlier version's SQLite item file into the store (a
+    writable store), or refuses a read-only one in one line."""
+    if not os.path.exists(path):
+        return
+    if store.readonly:
+        raise ValueError(
+            f"{path} holds LangGraph items of an earlier version: open the store writable once "
+            f"(ConsensusStore({store.path!r})) to move them into it"
+        )
+    migrate_sqlite(store, path, progress=stderr_progress(path))
+
+
 def _item(row: ItemRow) -> Item:
     return Item(
-        value=row.value,
-        key=row.key,
-        namespace=row.namespace,
-        created_at=datetime.fromisoformat(row.created_at),
-        updated_at=datetime.fromisoformat(row.updated_at),
+        value=row.value, key=row.key, namespace=row.namespace, created_at=row.created_at, updated_at=row.updated_at
     )
 
 
@@ -425,8 +483,8 @@ def _search_item(row: ItemRow, score: Optional[float]) -> SearchItem:
         namespace=row.namespace,
         key=row.key,
         value=row.value,
-        created_at=datetime.fromisoformat(row.created_at),
-        updated_at=datetime.fromisoformat(row.updated_at),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
         score=score,
     )
 

@@ -1,37 +1,50 @@
-"""The LangGraph items of a ``ConsensusStore``, in a SQLite file beside the store.
+"""The LangGraph items of a ``ConsensusStore``, in the store's own LMDB
+environment (the engine's ``lg_items`` and ``lg_item_refs`` tables,
+docs/file-format.md).
 
 A consensus record holds text and owners, not a key-value item, so the
-items live here: one row per (namespace, key) with its JSON value and
-timestamps, and one row per indexed text with the record it ended in. The
-record rows are the bridge from a recall hit back to items, and count how
-many items of an owner still use a record (a record no item uses any more
-is forgotten by that owner).
+items live beside the records: one row per (namespace, key) with its JSON
+value, timestamps and the records its indexed texts ended in (each held for
+an owner). A put that indexes texts writes its row in the transaction of
+its deposit (:class:`ItemBatch` rides in ``Store``'s commit), so the row and
+its records cannot disagree after a crash. The reverse index takes a recall
+hit back to its items; a record no item of its owner uses any more comes
+back from the write as *unused*, for the owner to forget.
+
+Stores written before the items moved here kept them in ``langgraph.sqlite3``
+beside the store: :func:`migrate_sqlite` moves them in, and a writable
+``ConsensusStore`` does so on open.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-import threading
-from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional, Sequence
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
-__all__ = ["ItemRow", "ItemTable", "join_namespace", "split_namespace"]
+if TYPE_CHECKING:
+    from ..store import Store
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS items (
-    ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
-    created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
-    PRIMARY KEY (ns, key)
-);
-CREATE INDEX IF NOT EXISTS items_updated ON items (updated_at);
-CREATE TABLE IF NOT EXISTS texts (
-    ns TEXT NOT NULL, key TEXT NOT NULL, path TEXT NOT NULL,
-    owner TEXT NOT NULL, record INTEGER NOT NULL,
-    PRIMARY KEY (ns, key, path)
-);
-CREATE INDEX IF NOT EXISTS texts_record ON texts (owner, record);
-"""
+__all__ = [
+    "ItemRow",
+    "ItemTable",
+    "ItemBatch",
+    "join_namespace",
+    "split_namespace",
+    "migrate_sqlite",
+    "SQLITE_NAME",
+    "now_us",
+]
+
+#: The file earlier versions kept the items in, beside the store.
+SQLITE_NAME = "langgraph.sqlite3"
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def join_namespace(namespace: Sequence[str]) -> str:
@@ -45,145 +58,180 @@ def split_namespace(ns: str) -> tuple[str, ...]:
     return tuple(ns.split("."))
 
 
+def now_us() -> int:
+    """Now, in microseconds since the epoch (UTC): the items' clock."""
+    return time.time_ns() // 1000
+
+
+def to_datetime(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def to_us(dt: datetime) -> int:
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return (dt - _EPOCH) // timedelta(microseconds=1)
+
+
 @dataclass(frozen=True)
 class ItemRow:
-    """One stored item."""
+    """One stored item; ``refs`` are the (owner, record) pairs of its indexed texts."""
 
     namespace: tuple[str, ...]
     key: str
     value: dict[str, Any]
-    created_at: str
-    updated_at: str
+    created_at: datetime
+    updated_at: datetime
+    refs: tuple[tuple[str, int], ...] = ()
 
 
 def _row(r: Sequence[Any]) -> ItemRow:
-    return ItemRow(split_namespace(r[0]), r[1], json.loads(r[2]), r[3], r[4])
+    ns, key, value, created, updated, refs = r
+    return ItemRow(split_namespace(ns), key, json.loads(value), to_datetime(created), to_datetime(updated), tuple(refs))
 
 
-# Items under a prefix: the namespace itself, or one that continues it.
-_UNDER = "(:p = '' OR ns = :p OR substr(ns, 1, length(:p) + 1) = :p || '.')"
+@dataclass
+class ItemBatch:
+    """Item writes for one commit: ``rows`` as the engine takes them; after
+    the commit, ``unused`` holds the (owner, record) pairs they let go of."""
 
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    unused: list[tuple[str, int]] = field(default_factory=list)
 
-class ItemTable:
-    """The SQLite file of items and their records. Thread-safe; several
-    processes may share the file (SQLite locks it)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
-        self._lock = threading.RLock()
-
-    def close(self) -> None:
-        """Closes the file; calling it again does nothing."""
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None  # type: ignore[assignment]
-
-    def get(self, namespace: Sequence[str], key: str) -> Optional[ItemRow]:
-        """The item, or None."""
-        with self._lock:
-            r = self._db.execute(
-                "SELECT ns, key, value, created_at, updated_at FROM items WHERE ns = ? AND key = ?",
-                (join_namespace(namespace), key),
-            ).fetchone()
-        return _row(r) if r else None
-
-    def under(self, prefix: Sequence[str]) -> Iterator[ItemRow]:
-        """Items under ``prefix``, most recently updated first."""
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT ns, key, value, created_at, updated_at FROM items WHERE {_UNDER} "
-                "ORDER BY updated_at DESC, ns, key",
-                {"p": join_namespace(prefix)},
-            ).fetchall()
-        return (_row(r) for r in rows)
-
-    def namespaces(self, prefix: Sequence[str] = ()) -> list[tuple[str, ...]]:
-        """Every namespace holding an item (under ``prefix``), sorted."""
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT DISTINCT ns FROM items WHERE {_UNDER} ORDER BY ns", {"p": join_namespace(prefix)}
-            ).fetchall()
-        return sorted(split_namespace(r[0]) for r in rows)
-
-    def items_of(self, owner: str, records: Iterable[int], prefix: Sequence[str]) -> dict[int, list[tuple[str, str]]]:
-        """For each record, the (joined namespace, key) of the items under
-        ``prefix`` whose texts ended in it, for this owner."""
-        ids = list(records)
-        out: dict[int, list[tuple[str, str]]] = {}
-        with self._lock:
-            for i in range(0, len(ids), 500):  # SQLite bounds the host parameters
-                chunk = ids[i : i + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT record, ns, key FROM texts WHERE owner = ? AND record IN ({marks}) "
-                    f"AND (? = '' OR ns = ? OR substr(ns, 1, length(?) + 1) = ? || '.')",
-                    [owner, *chunk, *([join_namespace(prefix)] * 4)],
-                ).fetchall()
-                for record, ns, key in rows:
-                    out.setdefault(int(record), []).append((ns, key))
-        return out
-
-    def get_many(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ItemRow]:
-        """Items by (joined namespace, key)."""
-        out: dict[tuple[str, str], ItemRow] = {}
-        with self._lock:
-            for ns, key in set(keys):
-                r = self._db.execute(
-                    "SELECT ns, key, value, created_at, updated_at FROM items WHERE ns = ? AND key = ?", (ns, key)
-                ).fetchone()
-                if r:
-                    out[(ns, key)] = _row(r)
-        return out
-
-    def records(self, namespace: Sequence[str], key: str) -> list[tuple[str, int]]:
-        """(owner, record) of each indexed text of the item."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT owner, record FROM texts WHERE ns = ? AND key = ?", (join_namespace(namespace), key)
-            ).fetchall()
-        return [(o, int(r)) for o, r in rows]
-
-    def in_use(self, owner: str, record: int) -> bool:
-        """Whether any item of ``owner`` still has a text in ``record``."""
-        with self._lock:
-            r = self._db.execute(
-                "SELECT 1 FROM texts WHERE owner = ? AND record = ? LIMIT 1", (owner, record)
-            ).fetchone()
-        return r is not None
-
-    def write(
+    def put(
         self,
         namespace: Sequence[str],
         key: str,
         value: Optional[dict[str, Any]],
-        now: str,
-        texts: Sequence[tuple[str, str, int]] = (),
+        updated_us: int,
+        *,
+        deposit: int = -1,
+        refs: Sequence[tuple[str, int]] = (),
+        created_us: int = -1,
     ) -> None:
-        """Puts (or, with ``value=None``, deletes) one item and replaces its
-        text rows with ``texts``: (path, owner, record) each, in one
-        transaction."""
-        ns = join_namespace(namespace)
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.execute("DELETE FROM texts WHERE ns = ? AND key = ?", (ns, key))
-                if value is None:
-                    self._db.execute("DELETE FROM items WHERE ns = ? AND key = ?", (ns, key))
-                else:
-                    self._db.execute(
-                        "INSERT INTO items (ns, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
-                        "ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                        (ns, key, json.dumps(value, ensure_ascii=False), now, now),
-                    )
-                    self._db.executemany(
-                        "INSERT OR REPLACE INTO texts (ns, key, path, owner, record) VALUES (?, ?, ?, ?, ?)",
-                        [(ns, key, path, owner, record) for path, owner, record in texts],
-                    )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        """A put (``value=None``: a delete). ``deposit``: the index of the
+        commit's deposit whose records the item's texts ended in."""
+        text = "" if value is None else json.dumps(value, ensure_ascii=False)
+        self.rows.append(
+            (join_namespace(namespace), key, value is None, text, created_us, updated_us, list(refs), deposit)
+        )
+
+
+class ItemTable:
+    """The items of the store ``store`` (read through its engine)."""
+
+    def __init__(self, store: "Store") -> None:
+        self.store = store
+
+    def _engine(self) -> Any:
+        return self.store._handles().engine
+
+    def get(self, namespace: Sequence[str], key: str) -> Optional[ItemRow]:
+        """The item, or None."""
+        r = self._engine().item_get(join_namespace(namespace), key)
+        return _row(r) if r is not None else None
+
+    def under(self, prefix: Sequence[str]) -> list[ItemRow]:
+        """Items under ``prefix``, most recently updated first."""
+        rows = [_row(r) for r in self._engine().items_under(join_namespace(prefix))]
+        rows.sort(key=lambda r: (-to_us(r.updated_at), join_namespace(r.namespace), r.key))
+        return rows
+
+    def namespaces(self) -> list[tuple[str, ...]]:
+        """Every namespace holding an item, sorted."""
+        return sorted(split_namespace(n) for n in self._engine().item_namespaces())
+
+    def items_of(self, owner: str, records: Iterable[int], prefix: Sequence[str]) -> dict[int, list[ItemRow]]:
+        """For each record, the items under ``prefix`` whose texts ended in it, for this owner."""
+        p = join_namespace(prefix)
+        out: dict[int, list[ItemRow]] = {}
+        for rid, r in self._engine().items_of(owner, [int(x) for x in records]):
+            ns = r[0]
+            if p and ns != p and not ns.startswith(p + "."):
+                continue
+            out.setdefault(int(rid), []).append(_row(r))
+        return out
+
+    def write(self, batch: ItemBatch) -> list[tuple[str, int]]:
+        """Applies a batch that names no deposit, in one transaction; returns
+        the (owner, record) pairs no item uses any more."""
+        if self.store.readonly:
+            from ..errors import Error
+
+            raise Error(f"the store at {self.store.path} is open read-only")
+        return [(o, int(r)) for o, r in self._engine().item_write(batch.rows)]
+
+
+def migrate_sqlite(
+    store: "Store", path: str, *, progress: Optional[Callable[[int, int], None]] = None, batch: int = 1000
+) -> int:
+    """Moves the items of the SQLite file ``path`` (earlier versions' item
+    file) into ``store`` and renames the file to ``<path>.migrated``; returns
+    how many items moved. A text row whose record its owner no longer owns
+    (the two files could disagree after a crash) is dropped: the item stays,
+    without that index entry. An item the store already holds is not
+    overwritten. ``progress(done, total)`` is called after each batch."""
+    engine = store._handles().engine
+    db = sqlite3.connect(path)
+    try:
+        total = int(db.execute("SELECT count(*) FROM items").fetchone()[0])
+        texts: dict[tuple[str, str], list[tuple[str, int]]] = {}
+        for ns, key, owner, record in db.execute("SELECT ns, key, owner, record FROM texts"):
+            texts.setdefault((ns, key), []).append((owner, int(record)))
+        owned: dict[str, set[int]] = {}
+        done = 0
+        pending = ItemBatch()
+        for ns, key, value, created, updated in db.execute(
+            "SELECT ns, key, value, created_at, updated_at FROM items ORDER BY ns, key"
+        ):
+            done += 1
+            if engine.item_get(ns, key) is not None:
+                continue  # moved by an earlier run that stopped before the rename
+            refs = []
+            for owner, record in texts.get((ns, key), []):
+                if owner not in owned:
+                    try:
+                        owned[owner] = set(store.owned(owner))
+                    except (KeyError, ValueError):
+                        owned[owner] = set()
+                if record in owned[owner]:
+                    refs.append((owner, record))
+            pending.put(
+                split_namespace(ns),
+                key,
+                json.loads(value),
+                to_us(datetime.fromisoformat(updated)),
+                refs=refs,
+                created_us=to_us(datetime.fromisoformat(created)),
+            )
+            if len(pending.rows) >= batch:
+                engine.item_write(pending.rows)
+                pending = ItemBatch()
+                if progress:
+                    progress(done, total)
+        if pending.rows:
+            engine.item_write(pending.rows)
+        if progress:
+            progress(done, total)
+    finally:
+        db.close()
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    os.replace(path, path + ".migrated")
+    return done
+
+
+def stderr_progress(path: str) -> Callable[[int, int], None]:
+    """A progress callback for :func:`migrate_sqlite` that writes one line,
+    rewritten at most twice a second, to stderr."""
+    last = [0.0]
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.5 or done == total:
+            last[0] = now
+            end = "\n" if done == total else ""
+            print(f"\rmoving LangGraph items of {path} into the store: {done:,} of {total:,}", end=end, file=sys.stderr)
+
+    return show

@@ -12,9 +12,10 @@ Tools: ``remember`` (deposit statements as an owner), ``recall``, ``get``,
 ``derive`` and ``check_plan``. The owner is a tool argument unless
 ``--owner NAME`` fixes it for the whole server (one agent's configuration
 in a client); then no tool takes it. Texts are embedded with ``--embedder``
-(``hash`` by default; ``minilm``, ``sentence_transformers:NAME`` or
-``openai:MODEL``): a store must be served with the embedder it was
-written with. Bad tool input comes back to the client as a tool error
+(``hash``, ``minilm``, ``sentence_transformers:NAME`` or
+``openai:MODEL``), which the store records: a later run without the flag
+serves it with the recorded one (``hash`` for a new store or one that
+records none), and a different one is refused. Bad tool input comes back to the client as a tool error
 with a one-line message; nothing is written.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from dataclasses import asdict
 from typing import Any, Callable, Optional, Sequence
@@ -39,18 +41,10 @@ Embed = Callable[[list[str]], Any]
 
 def embedder_from_name(name: str) -> Embed:
     """The embedder ``--embedder`` names: ``hash``, ``minilm``,
-    ``sentence_transformers:NAME`` or ``openai:MODEL``."""
-    kind, _, arg = name.partition(":")
-    if name == "hash":
-        return embedders.hash
-    if name == "minilm":
-        return embedders.minilm
-    if kind == "sentence_transformers" and arg:
-        return embedders.sentence_transformers(arg)
-    if kind == "openai" and arg:
-        e: Embed = embedders.openai(arg)
-        return e
-    raise ValueError(f"unknown embedder {name!r}: use hash, minilm, sentence_transformers:NAME or openai:MODEL")
+    ``sentence_transformers:NAME`` or ``openai:MODEL`` (see
+    :func:`agentsensus.embedders.from_name`)."""
+    e: Embed = embedders.from_name(name)
+    return e
 
 
 def _memory(m: Memory) -> dict[str, Any]:
@@ -232,8 +226,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--owner", help="fix the owner of every tool (the tools then take no owner argument)")
     p.add_argument(
         "--embedder",
-        default="hash",
-        help="hash (default), minilm, sentence_transformers:NAME or openai:MODEL; the one the store was written with",
+        default=None,
+        help="hash, minilm, sentence_transformers:NAME or openai:MODEL; the store records it, and a later run "
+        "without the flag uses the recorded one (hash for a new store or one that records none)",
     )
     p.add_argument("--judge", default="exact", help="exact (default), never, threshold:X or llm:MODEL@URL")
     p.add_argument("--min-similarity", type=float, default=0.75, help="the least score of a judge's candidate")
@@ -244,11 +239,25 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _open(path: str, embed: Optional[Embed], judge: Any, min_similarity: float) -> Store:
+    """The store, with ``embed`` or else the embedder it records (``hash``
+    for a new store, or one that records none: it is then recorded)."""
+    if embed is None and not os.path.exists(os.path.join(path, "data.mdb")):
+        embed = embedders.hash
+    store = Store(path, dim=getattr(embed, "dim", None), embed=embed, judge=judge, min_similarity=min_similarity)
+    if store.embed is None:
+        store.close()
+        if store.embedder_name == "":
+            raise ValueError(f"the store at {path} was created with an unnamed embedder: pass --embedder")
+        store = Store(path, embed=embedders.hash, judge=judge, min_similarity=min_similarity)
+    return store
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of ``agentsensus mcp`` (and of ``python -m``)."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        embed = embedder_from_name(args.embedder)
+        embed = embedder_from_name(args.embedder) if args.embedder is not None else None
         judge = judge_from_spec(args.judge)
     except (ValueError, TypeError, ImportError) as e:
         print(f"agentsensus mcp: {e}", file=sys.stderr)
@@ -259,14 +268,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("agentsensus mcp: needs the mcp package: pip install 'agentsensus[mcp]'", file=sys.stderr)
         return 2
     try:
-        store = Store(
-            args.path, dim=getattr(embed, "dim", None), embed=embed, judge=judge, min_similarity=args.min_similarity
-        )
-    except (ValueError, TypeError, OSError, ImportError) as e:
+        store = _open(args.path, embed, judge, args.min_similarity)
+    except (ValueError, TypeError, OSError, ImportError, Error) as e:
         print(f"agentsensus mcp: {e}", file=sys.stderr)
         return 2
     try:
-        server = build_server(store, embed, owner=args.owner, name=args.name)
+        assert store.embed is not None
+        server = build_server(store, store.embed, owner=args.owner, name=args.name)
         if args.transport == "stdio":
             server.run("stdio")
         else:

@@ -38,6 +38,8 @@ class OpenAIEmbedder:
         self.dimensions = dimensions
         self.batch_size = batch_size
         self._dim: Optional[int] = dimensions or _OPENAI_DIMS.get(client.model)
+        #: "openai:MODEL"; None with dimensions (the name does not say them).
+        self.name: Optional[str] = f"openai:{client.model}" if dimensions is None else None
 
     @property
     def dim(self) -> int:
