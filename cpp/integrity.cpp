@@ -331,7 +331,9 @@ private:
             if (!s_.vector_of(t_, id, vec_.data())) continue;
             float worst = 0.f;
             for (size_t i = 0; i < dim; ++i) worst = std::max(worst, std::fabs(iv[i] - vec_[i]));
-            if (worst > 1e-5f && differ++ < 5) bad("the index holds another vector for " + id_str(id));
+            // An int8 graph holds each component within max_error of LMDB's.
+            if (worst > std::max(1e-5f, s_.index_->max_error()) && differ++ < 5)
+                bad("the index holds another vector for " + id_str(id));
         }
         if (missing > 5) bad("the index lacks " + std::to_string(missing) + " records in all");
         if (s_.index_->size() != records_.size() - std::min(missing, records_.size()))

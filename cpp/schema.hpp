@@ -342,8 +342,9 @@ constexpr MetaKey kLineageNextKey{"next_key", 8};
 // ------------------------------------------------------------ index file
 //
 // <store>/index.usearch, a rebuildable cache of the vectors: the 8-byte magic
-// "ASIDX002", then IndexHeader (native), then usearch's serialization of the
-// HNSW graph (body_bytes bytes). It is served only when its uuid is the
+// "ASIDX003", then IndexHeader (native), then usearch's serialization of the
+// HNSW graph (body_bytes bytes), whose own header names the vectors' kind:
+// int8 under cos, f32 otherwise. It is served only when its uuid is the
 // store's, journal_seq is not past the store's journal, dim and metric match
 // and the body's checksum is right; anything else rebuilds it. It is written
 // to index.usearch.tmp.<pid>, fsynced and renamed over.
@@ -351,7 +352,11 @@ constexpr MetaKey kLineageNextKey{"next_key", 8};
 constexpr const char* kIndexFile = "/index.usearch";
 // 002: the header carries the body's size and checksum. Files of 001 read as
 // damaged, so the index is rebuilt once.
-constexpr char kIndexMagic[8] = {'A', 'S', 'I', 'D', 'X', '0', '0', '2'};
+// 003: the body may hold int8 vectors (cos stores), which an engine of 002
+// would misread as f32, so it reads 003 as damaged and rebuilds. A 002 file
+// (f32) is still served as it is, until the index is next rebuilt.
+constexpr char kIndexMagic[8] = {'A', 'S', 'I', 'D', 'X', '0', '0', '3'};
+constexpr char kIndexMagicF32[8] = {'A', 'S', 'I', 'D', 'X', '0', '0', '2'};
 
 struct IndexHeader {
     unsigned char store_uuid[16];  // meta uuid of the store it indexes

@@ -1453,3 +1453,9 @@ void Store::link_deposit(MDB_txn* txn, const std::vector<uint64_t>& ids) {
 }
 
 }  // namespace agentsensus
+    // A quantized index re-scores its candidates from LMDB's f32 vectors, in
+    // a read transaction of the calling thread (searches run on several).
+    index_->set_exact_source([this](const uint64_t* ids, size_t n, float* out, unsigned char* found) {
+        ReadTxn t(*env_);
+        for (size_t i = 0; i < n; ++i) found[i] = vector_of(t.get(), ids[i], out + i * dim_);
+    });

@@ -60,7 +60,7 @@ bool map_checked(const std::string& path, size_t dim, Metric metric, IndexHeader
     m.p = static_cast<const unsigned char*>(p);
     m.n = static_cast<size_t>(st.st_size);
     std::memcpy(&h, m.p + 8, sizeof h);
-    if (std::memcmp(m.p, kIndexMagic, 8) != 0) {
+    if (std::memcmp(m.p, kIndexMagic, 8) != 0 && std::memcmp(m.p, kIndexMagicF32, 8) != 0) {
         why = "index file header is damaged";
         return false;
     }
@@ -77,6 +77,20 @@ bool map_checked(const std::string& path, size_t dim, Metric metric, IndexHeader
 // Scans shorter than this copy the f32 vectors one by one: the int8 copy of
 // the whole index is not worth making for them.
 constexpr size_t kCompactScan = 512;
+
+// Rows re-scored exactly per call of the exact source (one LMDB read
+// transaction each), so that a first long scan never buffers the whole owner.
+constexpr size_t kExactBatch = 4096;
+
+// usearch stores a unit vector as round-toward-zero(127 * v) under int8.
+constexpr float kI8Scale = 127.f;
+
+// The graph's distance over int8 rows: an estimate of 1 - cos, good enough to
+// rank candidates that are then re-scored exactly.
+float ip_i8_distance(uintptr_t a, uintptr_t b, uintptr_t n) {
+    return 1.f - static_cast<float>(dot_i8(reinterpret_cast<const int8_t*>(a), reinterpret_cast<const int8_t*>(b), n)) /
+                     (kI8Scale * kI8Scale);
+}
 
 us::metric_kind_t kind_of(Metric m) {
     // cos is served as inner product over unit vectors: the same order, no
@@ -113,17 +127,39 @@ struct VectorIndex::Impl {
     // filling and the index's own changes take it exclusively.
     mutable std::unique_ptr<ScanRows> rows;
     mutable std::shared_mutex rows_mu;
+    ExactSource source;  // the stored f32 vectors, for a quantized index
 
     Impl(size_t d, Metric m, const IndexParams& p) : dim(d), metric(m), params(p) { reset(); }
 
     // usearch's built-in f32 kernels compile for baseline x86-64 here (SSE);
     // ours dispatch to AVX2/AVX-512 at load time. The file records only the
     // metric kind, so this is set again after every load.
-    us::metric_punned_t make_metric() const {
-        auto fn = metric == Metric::l2sq ? &l2sq_distance : &ip_distance;
+    // int8 only under cos: usearch scales each vector to unit length before
+    // it rounds to int8, which keeps cos but would lose an ip or l2 norm.
+    us::scalar_kind_t wanted_kind() const {
+        return metric == Metric::cos ? us::scalar_kind_t::i8_k : us::scalar_kind_t::f32_k;
+    }
+
+    us::metric_punned_t make_metric(us::scalar_kind_t kind) const {
+        auto fn = kind == us::scalar_kind_t::i8_k ? &ip_i8_distance
+                  : metric == Metric::l2sq        ? &l2sq_distance
+                                                  : &ip_distance;
         return us::metric_punned_t::stateless(dim, reinterpret_cast<std::uintptr_t>(fn),
-                                              us::metric_punned_signature_t::array_array_size_k, kind_of(metric),
-                                              us::scalar_kind_t::f32_k);
+                                              us::metric_punned_signature_t::array_array_size_k, kind_of(metric), kind);
+    }
+
+    bool quantized() const { return index.scalar_kind() == us::scalar_kind_t::i8_k; }
+
+    // A loaded or viewed file's vectors are f32 (any file written before int8,
+    // and every l2sq or ip store) or int8 under cos; its metric is set again.
+    bool adopt_kind(us::index_dense_t& ix, std::string& why) const {
+        us::scalar_kind_t kind = ix.scalar_kind();
+        if (kind != us::scalar_kind_t::f32_k && !(kind == us::scalar_kind_t::i8_k && metric == Metric::cos)) {
+            why = "index file holds vectors of another kind";
+            return false;
+        }
+        ix.change_metric(make_metric(kind));
+        return true;
     }
 
     void reset() {
@@ -134,7 +170,7 @@ struct VectorIndex::Impl {
     }
 
     us::index_dense_t fresh() const {
-        us::metric_punned_t pm = make_metric();
+        us::metric_punned_t pm = make_metric(wanted_kind());
         us::index_dense_config_t cfg(params.connectivity, params.expansion_add, params.expansion_search);
         auto made = us::index_dense_t::make(pm, cfg);
         check(made, "usearch make");
@@ -154,7 +190,7 @@ struct VectorIndex::Impl {
             why = "index file has another dim";
             return false;
         }
-        ix.change_metric(make_metric());
+        if (!adopt_kind(ix, why)) return false;
         ix.change_expansion_search(params.expansion_search);  // an option of this open, not of the file
         // Loading resets thread slots and capacity to what the file held.
         ix.reserve(us::index_limits_t(std::max<size_t>(1024, ix.size() * 2), thread_slots()));
@@ -172,21 +208,47 @@ struct VectorIndex::Impl {
         map.reset();
     }
 
-    // Encodes the rows of ids (which the copy lacks) from the index's vectors.
-    void fill_rows(const std::vector<uint64_t>& ids) const {
+    // Encodes rows (n vectors, exact) of ids the copy lacks.
+    void fill_rows(const uint64_t* ids, const float* vs, const unsigned char* found, size_t n) const {
         std::unique_lock<std::shared_mutex> g(rows_mu);
         if (!rows) rows = std::make_unique<ScanRows>(dim, metric);
         rows->reserve_ids(index.size());
-        std::vector<float> v(dim);
-        for (uint64_t id : ids)
-            if (index.get(id, v.data()) > 0) rows->put(id, v.data());
+        for (size_t i = 0; i < n; ++i)
+            if (found[i]) rows->put(ids[i], vs + i * dim);
     }
 
-    // Exact similarity of q to id's stored vector; false when absent.
-    bool exact(const float* q, uint64_t id, float* buf, float& score) const {
-        if (index.get(id, buf) == 0) return false;
-        score = similarity(metric, q, buf, dim);
-        return true;
+    // The exact vectors of ids: the graph's own when it holds f32, else the
+    // exact source's.
+    void exact_vectors(const uint64_t* ids, size_t n, float* out, unsigned char* found) const {
+        if (!quantized()) {
+            for (size_t i = 0; i < n; ++i) found[i] = index.get(ids[i], out + i * dim) > 0;
+            return;
+        }
+        if (!source) throw Error("the quantized index has no exact source");
+        source(ids, n, out, found);
+        // The source reads the latest snapshot; an id the graph no longer
+        // holds is absent here too, as it would be in an f32 graph.
+        for (size_t i = 0; i < n; ++i)
+            if (found[i] && !index.contains(ids[i])) found[i] = 0;
+    }
+
+    // Exact scores of ids, batch by batch: on(i, score) for the ids that have
+    // a vector, absent(i) for the rest; fill also encodes their scan rows.
+    template <class On, class Absent>
+    void score_exact(const float* q, const uint64_t* ids, size_t n, bool fill, On on, Absent absent) const {
+        std::vector<float> vs(std::min(n, kExactBatch) * dim);
+        std::vector<unsigned char> found(std::min(n, kExactBatch));
+        for (size_t at = 0; at < n; at += kExactBatch) {
+            size_t m = std::min(kExactBatch, n - at);
+            exact_vectors(ids + at, m, vs.data(), found.data());
+            for (size_t i = 0; i < m; ++i) {
+                if (found[i])
+                    on(at + i, similarity(metric, q, vs.data() + i * dim, dim));
+                else
+                    absent(at + i);
+            }
+            if (fill) fill_rows(ids + at, vs.data(), found.data(), m);
+        }
     }
 
     float to_score(float distance) const { return metric == Metric::l2sq ? -distance : 1.0f - distance; }
@@ -259,6 +321,12 @@ void VectorIndex::remove(uint64_t id) {
     if (impl_->rows) impl_->rows->erase(id);
 }
 
+void VectorIndex::set_exact_source(ExactSource source) { impl_->source = std::move(source); }
+
+bool VectorIndex::quantized() const { return impl_->quantized(); }
+
+float VectorIndex::max_error() const { return impl_->quantized() ? 1.f / kI8Scale + 1e-6f : 0.f; }
+
 bool VectorIndex::contains(uint64_t id) const { return impl_->index.contains(id); }
 
 bool VectorIndex::get(uint64_t id, float* out) const { return impl_->index.get(id, out) > 0; }
@@ -269,25 +337,37 @@ void VectorIndex::clear() { impl_->reset(); }
 
 std::vector<Hit> VectorIndex::search(const float* q, size_t k) const {
     if (impl_->index.size() == 0 || k == 0) return {};
-    auto r = impl_->index.search(q, k);
-    return impl_->collect(r);
+    if (!impl_->quantized()) {
+        auto r = impl_->index.search(q, k);
+        return impl_->collect(r);
+    }
+    // Every candidate the graph search kept is re-scored: asking for fewer
+    // than it keeps would cost the same walk and rank fewer exactly.
+    auto r = impl_->index.search(q, std::max(k, impl_->params.expansion_search));
+    std::vector<Hit> cand = impl_->collect(r);
+    std::vector<uint64_t> ids(cand.size());
+    for (size_t i = 0; i < cand.size(); ++i) ids[i] = cand[i].id;
+    std::vector<Hit> out;
+    out.reserve(ids.size());
+    impl_->score_exact(
+        q, ids.data(), ids.size(), false, [&](size_t i, float s) { out.push_back(Hit{ids[i], s}); }, [](size_t) {});
+    size_t top = std::min(k, out.size());
+    std::partial_sort(out.begin(), out.begin() + top, out.end(),
+                      [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.id < b.id); });
+    out.resize(top);
+    return out;
 }
 
 std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n, size_t k,
                                    std::vector<uint64_t>& absent) const {
     std::vector<Hit> out;
     if (k == 0 || n == 0) return out;
-    std::vector<float> buf(impl_->dim);
     auto better = [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.id < b.id); };
     if (n < kCompactScan || impl_->index.size() < kCompactScan) {
         out.reserve(n);
-        for (size_t i = 0; i < n; ++i) {
-            float s;
-            if (impl_->exact(q, ids[i], buf.data(), s))
-                out.push_back(Hit{ids[i], s});
-            else
-                absent.push_back(ids[i]);
-        }
+        impl_->score_exact(
+            q, ids, n, false, [&](size_t i, float s) { out.push_back(Hit{ids[i], s}); },
+            [&](size_t i) { absent.push_back(ids[i]); });
     } else {
         // Bounds from the int8 copy; the k-th best lower bound rules out every
         // id whose upper bound is below it, and the rest are scored exactly.
@@ -308,32 +388,28 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
             for (size_t i = 0; i < n; ++i) {
                 if (rows && i + kAhead < n) rows->prefetch(ids[i + kAhead]);
                 Bound x{0, 0, ids[i]};
-                float s;
-                if (rows && rows->bounds(qq, ids[i], x.lo, x.hi)) {
+                if (rows && rows->bounds(qq, ids[i], x.lo, x.hi))
                     b.push_back(x);
-                } else if (impl_->exact(q, ids[i], buf.data(), s)) {
-                    b.push_back(Bound{s, s, ids[i]});
+                else
                     missing.push_back(ids[i]);
-                } else {
-                    absent.push_back(ids[i]);
-                }
             }
         }
-        if (!missing.empty()) impl_->fill_rows(missing);
+        // Ids the copy lacks: scored exactly now, and encoded.
+        impl_->score_exact(
+            q, missing.data(), missing.size(), true, [&](size_t i, float s) { b.push_back(Bound{s, s, missing[i]}); },
+            [&](size_t i) { absent.push_back(missing[i]); });
         float floor = -INFINITY;
         if (b.size() > k) {
             std::nth_element(b.begin(), b.begin() + (k - 1), b.end(),
                              [](const Bound& x, const Bound& y) { return x.lo > y.lo; });
             floor = b[k - 1].lo;
         }
-        for (const Bound& x : b) {
-            float s;
-            if (x.hi < floor) continue;
-            if (impl_->exact(q, x.id, buf.data(), s))
-                out.push_back(Hit{x.id, s});
-            else
-                absent.push_back(x.id);
-        }
+        std::vector<uint64_t> left;
+        for (const Bound& x : b)
+            if (x.hi >= floor) left.push_back(x.id);
+        impl_->score_exact(
+            q, left.data(), left.size(), false, [&](size_t i, float s) { out.push_back(Hit{left[i], s}); },
+            [&](size_t i) { absent.push_back(left[i]); });
     }
     size_t top = std::min(k, out.size());
     std::partial_sort(out.begin(), out.begin() + top, out.end(), better);
@@ -396,7 +472,7 @@ bool VectorIndex::view(const std::string& path, IndexHeader& h, std::string& why
         why = "index file has another dim";
         return false;
     }
-    ix.change_metric(impl_->make_metric());
+    if (!impl_->adopt_kind(ix, why)) return false;
     ix.change_expansion_search(impl_->params.expansion_search);
     impl_->index = std::move(ix);
     impl_->map = std::move(m);

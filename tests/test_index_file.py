@@ -141,4 +141,4 @@ def test_an_index_file_of_the_previous_format_is_rebuilt(saved) -> None:
     with Store(path, exact_cutoff=0) as s:
         assert results(s) == want
     with open(index, "rb") as f:
-        assert f.read(8) == b"ASIDX002"  # saved again in the current format on close
+        assert f.read(8) == b"ASIDX003"  # saved again in the current format on close

@@ -1,0 +1,93 @@
+"""The int8 graph of a cos store: candidates ranked by int8 vectors, scores
+re-scored from LMDB's f32, so what comes back is exactly what an exact scan
+over the same records gives."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from agentsensus import Store, judges
+from agentsensus.normalize import text_digest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+DIM = 16
+
+
+def clustered(n: int, seed: int, spread: float) -> np.ndarray:
+    """n unit vectors around 3 centres: near-ties that int8 rounding reorders."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((3, DIM)).astype(np.float32)
+    v = centres[rng.integers(0, 3, n)] + spread * rng.standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def build(path: str, vs: np.ndarray) -> list[int]:
+    with Store(path, dim=DIM, judge=judges.never, sync=False) as s:
+        return [s.deposit("a", [f"r{i}"], vs[i : i + 1]).ids[0] for i in range(len(vs))]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    n=st.integers(1, 60),
+    seed=st.integers(0, 2**31),
+    spread=st.sampled_from([0.02, 0.2, 1.0]),
+    k=st.integers(1, 10),
+)
+def test_graph_candidates_are_the_exact_nearest(tmp_path_factory, n, seed, spread, k):
+    """exact_cutoff=0 sends prepare through the graph; a store of at most
+    expansion_search records is all candidates, so the re-scored best k are
+    the exact best k (ties to the lower id) with the f32 scores."""
+    path = os.fspath(tmp_path_factory.mktemp("q"))
+    vs = clustered(n, seed, spread)
+    ids = build(path, vs)
+    qs = clustered(4, seed + 1, spread)
+    with Store(path, exact_cutoff=0, judge=judges.never) as s:
+        digests = b"".join(text_digest(f"query {j}") for j in range(len(qs)))
+        _, _, offsets, got_ids, got_scores, _ = s._handles().engine.prepare(qs, digests, k, -2.0)
+    for j, q in enumerate(qs):
+        exact = vs @ q
+        order = sorted(range(n), key=lambda i: (-float(exact[i]), ids[i]))[:k]
+        lo, hi = offsets[j], offsets[j + 1]
+        assert list(got_ids[lo:hi]) == [ids[i] for i in order]
+        np.testing.assert_allclose(got_scores[lo:hi], exact[order], rtol=0, atol=1e-5)
+
+
+def test_a_quantized_store_verifies_and_holds_a_quarter_of_the_vector_bytes(tmp_path):
+    """verify (I11) accepts the int8 rounding and nothing more; the saved
+    index is far below the f32 bytes of its vectors."""
+    path = os.fspath(tmp_path / "s")
+    n, dim = 3000, 384
+    vs = np.random.default_rng(3).standard_normal((n, dim)).astype(np.float32)
+    vs /= np.linalg.norm(vs, axis=1, keepdims=True)
+    with Store(path, dim=dim, judge=judges.never, sync=False) as s:
+        s.deposit_many([("a", [f"r{i}"], vs[i : i + 1]) for i in range(n)])
+        assert s.verify() == []
+    size = os.path.getsize(os.path.join(path, "index.usearch"))
+    assert size < n * dim * 4 // 2, size
+    with open(os.path.join(path, "index.usearch"), "rb") as f:
+        assert f.read(8) == b"ASIDX003"
+    with Store(path, create=False) as s:
+        assert s.verify() == []
+        q = vs[17]
+        assert s.recall("a", q, k=1)[0].text == "r17"
+
+
+def test_an_l2_store_keeps_f32_and_an_f32_file_of_the_previous_format_still_serves(tmp_path):
+    """Under l2sq int8 would lose the norms, so the graph stays f32; a file
+    whose magic says 002 (f32, written before int8) is served as it is."""
+    path = os.fspath(tmp_path / "l2")
+    rng = np.random.default_rng(5)
+    vs = (rng.standard_normal((200, DIM)) * 3).astype(np.float32)
+    with Store(path, dim=DIM, metric="l2sq", judge=judges.never, sync=False) as s:
+        s.deposit_many([("a", [f"r{i}"], vs[i : i + 1]) for i in range(len(vs))])
+        want = [(r.id, r.score) for r in s.recall("a", vs[3], k=5, expand=False)]
+    index = os.path.join(path, "index.usearch")
+    with open(index, "r+b") as f:
+        f.write(b"ASIDX002")
+    mtime = os.stat(index).st_mtime_ns
+    with Store(path, create=False, readonly=True, exact_cutoff=0) as s:
+        assert [(r.id, r.score) for r in s.recall("a", vs[3], k=5, expand=False)] == want
+        assert s.verify() == []
+    assert os.stat(index).st_mtime_ns == mtime  # served, not rebuilt
