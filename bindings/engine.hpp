@@ -54,6 +54,10 @@ inline const float* rows_of(const F32& a, size_t n, size_t dim, const char* what
     return a.data();
 }
 
+// Item writes from Python tuples, and refs back (item_bindings.cpp).
+std::vector<ItemWrite> item_writes(const py::list& items);
+py::list item_refs(const std::vector<ItemRef>& refs);
+
 // Keeps the Python-owned inputs of one commit alive and addressable while the
 // GIL is released.
 struct OwnedPlan {
@@ -119,8 +123,13 @@ public:
         return py::make_tuple(r.seq, r.exact, r.offsets, ids, scores, records);
     }
 
-    py::tuple commit(const py::list& plans, uint64_t prepared_seq, float min_similarity) {
+    // items: None, or item writes (item_bindings.cpp) applied in the same
+    // transaction; then a commit returns (True, ids, unused refs).
+    py::tuple commit(const py::list& plans, uint64_t prepared_seq, float min_similarity,
+                     const py::object& items = py::none()) {
         auto u = use();
+        std::optional<std::vector<ItemWrite>> iw;
+        if (!items.is_none()) iw = item_writes(items.cast<py::list>());
         Store& st = *u;
         std::vector<OwnedPlan> owned;
         owned.reserve(plans.size());
@@ -171,9 +180,10 @@ public:
         CommitResult r;
         {
             py::gil_scoped_release nogil;
-            r = st.commit(ps, prepared_seq, min_similarity);
+            r = st.commit(ps, prepared_seq, min_similarity, iw ? &*iw : nullptr);
         }
         if (r.conflict) return py::make_tuple(false, r.why);
+        if (iw) return py::make_tuple(true, r.ids, item_refs(r.unused));
         return py::make_tuple(true, r.ids);
     }
 

@@ -11,6 +11,7 @@ using namespace agentsensus_py;
 
 void bind_fence(pybind11::module_& m);
 void bind_record_meta(pybind11::module_& m);
+void bind_items(pybind11::module_& m);
 namespace agentsensus_py {
 void bind_lexical(pybind11::module_& m);
 }
@@ -63,7 +64,8 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("metric", [](Engine& e) { return e.use()->metric(); })
         .def_property_readonly("closed", [](Engine& e) { return e.closed(); })
         .def("prepare", &Engine::prepare)
-        .def("commit", &Engine::commit)
+        .def("commit", &Engine::commit, py::arg("plans"), py::arg("prepared_seq"), py::arg("min_similarity"),
+             py::arg("items") = py::none())
         .def("recall", &Engine::recall)
         .def("prepare_vectors",
              [](Engine& e, const F32& vectors) {
@@ -205,4 +207,5 @@ PYBIND11_MODULE(_core, m) {
     bind_fence(m);
     bind_lexical(m);
     bind_record_meta(m);
+    bind_items(m);
 }

@@ -89,6 +89,7 @@ public:
         index();        // I11
         said();         // I12
         s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
+        s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I15
         s_.verify_record_meta(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I16, I17 (record_meta.cpp)
         return std::move(out_);
     }
@@ -376,6 +377,7 @@ public:
         read_owners();
         keep_sound_records();
         rebuild_owner_sets();
+        s_.items_->repair(t_);  // I15: refs keep the owner sets' pairs
         rebuild_owners_by_name();
         rebuild_edges();
         prune_merge_log();

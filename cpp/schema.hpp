@@ -48,8 +48,8 @@ constexpr unsigned kDupFixed = MDB_DUPSORT | MDB_DUPFIXED;
 // ------------------------------------------------------------ store tables
 //
 // Primary tables (repair keeps them): records, vectors, owners, owner names,
-// edges, merges, said, times, metadata. Derived tables (repair rebuilds them from the primary ones):
-// owned, owners-by-name, rmerges, norms, rnorms, journal, hist, lex_postings.
+// edges, merges, said, times, metadata, lg_items, settings. Derived tables (repair rebuilds them from the primary ones):
+// owned, owners-by-name, rmerges, norms, rnorms, journal, hist, lg_item_refs, lex_postings.
 //
 // The owner tables keep their first names, "agents" and "agent_names", from
 // before the API said "owner": a table's name is part of the file, and
@@ -128,6 +128,27 @@ constexpr TableSpec kHistTable{"hist", 0};
 // only once meta lexical holds kLexicalVersion. I18: the postings are exactly
 // the words of the live records' texts, and meta lex_words their total length.
 constexpr TableSpec kLexicalTable{"lex_postings", kDupFixed};
+
+// ------------------------------------------------------------ item tables
+//
+// The key-value items of a LangGraph store (item_table.hpp), written in the
+// transaction of the deposit that indexes them.
+
+// [namespace labels joined by '.'] 0x00 [key] -> [i64 created_us]
+// [i64 updated_us][u32 n] n x ([u32 owner id][u64 record]) then the item's
+// JSON value (native): the records its indexed texts ended in, each held
+// for an owner. Primary. I15 (with lg_item_refs): every row has a namespace
+// and decodes; each ref names a record in the owner set of a known owner
+// and is in lg_item_refs; every lg_item_refs entry is listed by its row.
+constexpr TableSpec kItemsTable{"lg_items", 0};
+// [Be64 record id][Be32 owner id] -> dup item key: the items that use the
+// record for that owner (search's way back from a hit). Derived.
+constexpr TableSpec kItemRefsTable{"lg_item_refs", MDB_DUPSORT};
+// ASCII setting name -> UTF-8 value: "embedder" -> the name of the embedder
+// the store was created with ("hash", "minilm", "sentence_transformers:NAME",
+// "openai:MODEL"), or "" for an unnamed callable. Primary; the engine does
+// not read the values.
+constexpr TableSpec kSettingsTable{"settings", 0};
 
 // ------------------------------------------------------------ meta keys
 //

@@ -108,6 +108,8 @@ Store::Store(const std::string& dir, const StoreOptions& o)
         if (!o.readonly) throw;
         has_record_meta_ = false;  // a schema-1 or 2 store, read only: no times, no metadata
     }
+    items_ = std::make_unique<ItemTable>(*env_);
+    settings_ = std::make_unique<SettingsTable>(*env_);
     lexical_ = std::make_unique<LexicalIndex>(*env_, db_.meta, db_.records, o.readonly);
     init_or_check(o);
     index_ = std::make_unique<VectorIndex>(dim_, metric_, o.index);
@@ -1095,6 +1097,7 @@ bool Store::forget(const std::string& owner, uint64_t id, const ForgetPlan& plan
             hist_add(txn, static_cast<uint32_t>(left + 1), -1);
             hist_add(txn, static_cast<uint32_t>(left), +1);
             journal(txn, kDisown, id, *oid);
+            items_->drop_refs(txn, id, *oid);  // the owner's items let go of the record too
             if (left == 0) {
                 delete_record(txn, id);
             } else if (!forget_words(txn, id, *oid, plan)) {
@@ -1251,7 +1254,8 @@ void Store::scrub_merges(MDB_txn* txn, uint64_t id, uint32_t oid, const std::uno
 // + create_record, or merge_conflict + merge_into, per statement; then
 // link_deposit). The first conflict unwinds the transaction.
 
-CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity) {
+CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity,
+                           const std::vector<ItemWrite>* items) {
     check_open();
     const std::vector<std::vector<float>> vecs = validate_plans(plans);
     CommitResult res;
@@ -1272,6 +1276,11 @@ CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepa
                 }
             }
             write_counters(txn, c);
+            if (items) {
+                std::vector<std::string> owners;
+                for (const DepositPlan& d : plans) owners.push_back(d.owner);
+                res.unused = items_->write(txn, *items, res.ids, owners);
+            }
         });
     } catch (const CommitAbort&) {
         return res;

@@ -17,11 +17,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "item_table.hpp"
 #include "lexical_index.hpp"
 #include "lmdb_env.hpp"
 #include "recall_filter.hpp"
 #include "record_meta.hpp"
 #include "schema.hpp"
+#include "settings_table.hpp"
 #include "similarity.hpp"
 #include "vector_index.hpp"
 
@@ -74,6 +76,7 @@ struct CommitResult {
     bool conflict = false;
     std::string why;                         // set on conflict
     std::vector<std::vector<uint64_t>> ids;  // per deposit, per statement
+    std::vector<ItemRef> unused;             // refs the commit's item writes let go of (ItemTable::write)
 };
 
 struct MergeRow {
@@ -190,7 +193,19 @@ public:
     // Phase 3: apply plans in one write transaction. If the store moved since
     // prepared_seq in a way that could change a decision, nothing is written
     // and the result says conflict (the four conflicts: see commit_deposit).
-    CommitResult commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity);
+    // With items, the transaction applies those item writes after the
+    // deposits (ItemTable::write), so a put is one transaction.
+    CommitResult commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity,
+                        const std::vector<ItemWrite>* items = nullptr);
+    // The LangGraph items and the settings of the store (item_table.hpp, settings_table.hpp).
+    ItemTable& items() {
+        check_open();
+        return *items_;
+    }
+    SettingsTable& settings() {
+        check_open();
+        return *settings_;
+    }
 
     // Vectors as the store keeps them (checked; unit length under cos), n rows.
     void prepare_vectors(const float* in, size_t n, float* out) const;
@@ -414,6 +429,8 @@ private:
     // searches share it, catch-up takes it exclusively.
     std::shared_mutex index_mu_;
     std::unique_ptr<VectorIndex> index_;
+    std::unique_ptr<ItemTable> items_;
+    std::unique_ptr<SettingsTable> settings_;
     std::unique_ptr<LexicalIndex> lexical_;  // its own table; LMDB orders it with the records
     uint64_t applied_seq_ = 0;  // journal entries reflected in index_
     uint64_t saved_seq_ = 0;    // what the index file on disk reflects

@@ -47,6 +47,13 @@ def _check(args: argparse.Namespace) -> int:
             print(f"{len(problems)} problem(s) found; repairing", file=sys.stderr)
             s.repair()
             problems = s.verify()
+    old_items = os.path.join(args.path, "langgraph.sqlite3")
+    if os.path.exists(old_items):  # an earlier version's LangGraph items, outside the store
+        problems = [
+            *problems,
+            f"{old_items} holds LangGraph items outside the store: open it once with "
+            f"ConsensusStore({args.path!r}) to move them in",
+        ]
     if args.json:
         print(json.dumps({"sound": not problems, "problems": problems}))
     elif problems:

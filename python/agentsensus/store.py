@@ -23,6 +23,7 @@ import numpy as np
 from . import _core, judges
 from .deposit_passes import Passes, acall_judge, call_judge
 from .deposit_plan import BatchPlanner, Item
+from .embedder_setting import no_embed_message, persisted_embed
 from .errors import ContentionError, Error
 from .forget_plan import plan_forget
 from .io.leftovers import remove_abandoned_imports
@@ -70,6 +71,12 @@ class Store:
     judge finds equivalent to an existing record merges into it and the
     record's owner set gains the depositor. docs/reference/contract.md
     gives the full contract.
+
+    ``embed`` (a callable ``list[str] -> vectors``) lets deposits and
+    queries be texts. A named one (a built-in embedder: ``embedders.hash``,
+    ``minilm``, ...) is recorded with the store, and a later open without
+    ``embed`` uses it (:mod:`agentsensus.embedder_setting`); a store created
+    with an unnamed callable needs ``embed`` again on every open.
 
     The tuning keyword arguments: ``merge_policy`` (``"keep_shorter"``
     (default), ``"keep_names"`` or a callable ``(existing, incoming) -> str``),
@@ -149,6 +156,7 @@ class Store:
             raise ValueError(f"dim is required to create a store at {self.path}")
         if not readonly:
             remove_abandoned_imports(self.path)  # a killed import's directory beside it
+        created = not os.path.exists(os.path.join(self.path, "data.mdb"))
         # One open per store per process, keyed on the directory's identity,
         # is the engine's rule (cpp/open_registry.hpp): a second open raises Error.
         try:
@@ -170,7 +178,12 @@ class Store:
         self.metric: str = self._engine.metric.name
         self.readonly = readonly
         self.judge: JudgeFn = judge if judge is not None else judges.exact
-        self.embed = embed
+        #: The embedder's recorded name (embedder_setting.py): None when the
+        #: store records none, "" for an unnamed callable.
+        self.embedder_name: Optional[str]
+        self.embed, self.embedder_name = persisted_embed(
+            self._engine, embed, readonly=readonly, created=created, path=self.path
+        )
         self.candidates = candidates
         self.min_similarity = float(min_similarity)
         # Candidates are other owners' records: their owner sets reach the
@@ -255,7 +268,7 @@ class Store:
         texts = check_statements(statements)
         if vectors is None:
             if self.embed is None:
-                raise ValueError("vectors is required: this store has no embed function")
+                raise ValueError("vectors is required: " + no_embed_message(self.embedder_name, "pass vectors"))
             vectors = self.embed(texts)
             name = "embed(statements)"
         else:
@@ -264,7 +277,7 @@ class Store:
         return Item(owner, texts, vecs, [text_digest(t) for t in texts], round)
 
     def _flow(
-        self, items: Sequence[Item], per_item: bool = False
+        self, items: Sequence[Item], per_item: bool = False, item_writes: Any = None
     ) -> Generator[list[judges.JudgeRequest], Sequence[Optional[int]], list[Deposit]]:
         """The deposit path as a generator: it yields each judge call's
         requests and receives the verdicts, so that the sync and async entry
@@ -286,14 +299,22 @@ class Store:
                     if not isinstance(verdicts, (list, tuple)):
                         raise TypeError(f"judge must return a list, got {type(verdicts).__name__}")
                 planner.finish(pending, committed, verdicts)
-            ok, result = engine.commit(planner.plans, planner.seq, self.min_similarity)
+            if item_writes is None:
+                ok, result = engine.commit(planner.plans, planner.seq, self.min_similarity)
+            else:  # LangGraph items ride in the same transaction (integrations/langgraph_items.py)
+                ok, result, *unused = engine.commit(
+                    planner.plans, planner.seq, self.min_similarity, items=item_writes.rows
+                )
+                item_writes.unused = unused[0] if ok else []
             if ok:
                 return [Deposit(list(ids), merged) for ids, merged in zip(result, planner.merged)]
         raise ContentionError(f"deposit gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing it")
 
-    def _run(self, items: Sequence[Item], judge: Optional[JudgeFn], per_item: bool = False) -> list[Deposit]:
+    def _run(
+        self, items: Sequence[Item], judge: Optional[JudgeFn], per_item: bool = False, item_writes: Any = None
+    ) -> list[Deposit]:
         j = judge if judge is not None else self.judge
-        flow = self._flow(items, per_item)
+        flow = self._flow(items, per_item, item_writes)
         try:
             requests = next(flow)
             while True:
@@ -301,9 +322,11 @@ class Store:
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
-    async def _arun(self, items: Sequence[Item], judge: Optional[JudgeFn], per_item: bool = False) -> list[Deposit]:
+    async def _arun(
+        self, items: Sequence[Item], judge: Optional[JudgeFn], per_item: bool = False, item_writes: Any = None
+    ) -> list[Deposit]:
         j = judge if judge is not None else self.judge
-        flow = self._flow(items, per_item)
+        flow = self._flow(items, per_item, item_writes)
 
         # StopIteration cannot cross a thread's future: report completion as a value.
         def step(verdicts: Any) -> tuple[bool, Any]:
@@ -436,7 +459,7 @@ class Store:
         k = check_k(k)
         if isinstance(query, str):
             if self.embed is None:
-                raise TypeError("query is a str, but this store has no embed function: pass a vector")
+                raise TypeError("query is a str, but " + no_embed_message(self.embedder_name, "pass a vector"))
             query = self.embed([query])
         spec = encode_where(where)
         floor = _check_threshold(threshold)

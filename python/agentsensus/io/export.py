@@ -19,12 +19,16 @@ One JSON object per line, each with a ``"type"``, in this order:
   one per record in id order;
 - ``merge``: ``seq``, ``survivor``, ``kept``, ``discarded``, ``owner``,
   ``round``, the merge log oldest first;
+- (the ``store`` line also holds ``embedder``, the name of the embedder
+  the store records, when it records one: ``""`` for an unnamed callable);
 - ``key``: a Planfence key with its ``owner``, ``head``, every ``versions``
   entry the lineage holds (``version``, ``kind``: publish, derive or
   observe, ``digest`` in hex, ``value_b64``: the value in base64, and for a
   derived version its ``inputs`` as ``[key, version]`` pairs) and, for
   readers, the ``frontier`` of its head (``key``, ``owner``, ``version``,
-  ``digest`` in hex), one per key in key order.
+  ``digest`` in hex), one per key in key order;
+- ``item``: a LangGraph item (:mod:`agentsensus.io.items_io`), one per
+  item in key order.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import numpy as np
 
 from .. import _core
 from .._version import __version__
+from .items_io import item_rows
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -45,8 +50,9 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "Exported", "export_rows", "export_jsonl"]
 
 #: The version of the line format above. Format 1 (no vectors, digests or
-#: version inputs) could not be imported; format 2 (no ``said``) still is.
-FORMAT = 3
+#: version inputs) could not be imported; formats 2 (no ``said``) and 3
+#: (none of this stage's side tables: no ``item`` lines) still are.
+FORMAT = 4
 
 _PAGE = 1024
 
@@ -172,11 +178,13 @@ def export_rows(store: "Store") -> Iterator[dict[str, Any]]:
         "stats": asdict(store.stats()),
         "counters": {"next_id": next_id, "next_merge": next_merge, "deposits": deposits},
         "agents": list(engine.owner_names()),
+        **({"embedder": store.embedder_name} if store.embedder_name is not None else {}),
     }
     yield from _record_rows(store)
     yield from _merge_rows(store)
     for key in store.fence.keys():
         yield _key_row(store, key)
+    yield from item_rows(store)
 
 
 def export_jsonl(store: "Store", out: TextIO) -> Exported:

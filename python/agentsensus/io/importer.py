@@ -27,6 +27,7 @@ from ..errors import Error
 from ..planfence.fence import value_digest
 from ..record_meta import check_metadata
 from .export import FORMAT
+from .items_io import ItemLoader
 from .leftovers import PREFIX, hold, release, remove_abandoned_imports
 
 if TYPE_CHECKING:
@@ -316,9 +317,9 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
     if header["type"] != "store":
         raise ValueError('line 1: the first line must be the "store" line')
     fmt = header.get("format")
-    if fmt not in (2, FORMAT) or isinstance(fmt, bool):
+    if fmt not in (2, 3, FORMAT) or isinstance(fmt, bool):
         raise ValueError(
-            f"line 1: export format {fmt!r}; this version imports formats 2 and {FORMAT} "
+            f"line 1: export format {fmt!r}; this version imports formats 2, 3 and {FORMAT} "
             f"(format 1 has no vectors: export the store again with this version)"
         )
     try:
@@ -326,11 +327,15 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
         with Store(tmp, dim=dim, metric=metric, judge=None) as store:
             loader = _Loader(store, header, batch, progress)
             phase = 0  # records, then merges, then keys
+            items = ItemLoader()  # item lines, loaded after everything else (io/items_io.py)
             for n, line in it:
                 if not line.strip():
                     continue
                 loader.line = n
                 row = _parse(n, line)
+                if row["type"] == "item":
+                    items.add(n, row)
+                    continue
                 kind = (
                     ("record", "merge", "key").index(row["type"]) if row["type"] in ("record", "merge", "key") else -1
                 )
@@ -351,6 +356,12 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
                 result = loader.finish()
             except _Bad as e:
                 raise ValueError(str(e)) from None
+            items.finish(store)
+            embedder = header.get("embedder")
+            if embedder is not None:
+                if not isinstance(embedder, str):
+                    raise ValueError("line 1: 'embedder' must be a str")
+                store._handles().engine.set_setting("embedder", embedder)
         # Reopened from disk: what a user will open must verify clean and say
         # what the export said.
         with Store(tmp, create=False) as store:
