@@ -343,6 +343,8 @@ class ConsensusStore(BaseStore):
         """Each owner forgets the records none of its items uses any more
         (the engine found them in the put's transaction)."""
         for owner, record in unused:
+            if self.items.items_of(owner, [record], ()):
+                continue  # another writer's put took it up meanwhile
             try:
                 self.store.forget(owner, record)
             except KeyError:
