@@ -191,3 +191,41 @@ def test_an_earlier_versions_sqlite_items_are_moved_in_on_a_writable_open(tmp_pa
         assert gone is not None and gone.refs == ()  # its record was never there: the item stays, unindexed
         assert lg.store.verify() == []
     assert not os.path.exists(old) and os.path.exists(old + ".migrated")
+
+
+def test_check_names_an_earlier_versions_item_file_until_it_is_moved(tmp_path: Any, capsys: Any) -> None:
+    from agentsensus.cli import main
+
+    path = os.fspath(tmp_path / "s")
+    Store(path, embed=EMBED).close()
+    _old_sqlite(os.path.join(path, "langgraph.sqlite3"), [("a", "k", {"text": "x"})], [])
+    assert main(["check", path]) == 1
+    assert "open it once with ConsensusStore" in capsys.readouterr().out
+    _lg(path).close()
+    assert main(["check", path]) == 0
+
+
+def _as_schema_2(path: str) -> None:
+    """The store as an earlier version left it: no item or settings tables."""
+    env = lmdb.open(path, max_dbs=64, subdir=True)
+    with env.begin(write=True) as txn:
+        for name in (b"lg_items", b"lg_item_refs", b"settings"):
+            txn.drop(env.open_db(name, txn=txn, create=False), delete=True)
+        txn.put(b"schema", struct.pack("=I", 2), db=env.open_db(b"meta", txn=txn, create=False))
+    env.close()
+
+
+def test_a_store_from_before_the_item_tables_opens_and_gains_them(tmp_path: Any) -> None:
+    path = os.fspath(tmp_path / "s")
+    with Store(path, dim=32) as s:
+        s.deposit("a", ["words before items"], EMBED(["words before items"]))
+    _as_schema_2(path)
+    with Store(path, readonly=True) as s:  # read-only: no items, no settings, sound
+        assert s.verify() == [] and s.embedder_name is None
+        with ConsensusStore(s) as lg:
+            assert lg.get(("a",), "k") is None and lg.search(("a",)) == []
+    with _lg(path) as lg:  # writable: the tables are created
+        lg.put(("a",), "k", {"text": GHOST})
+        got = lg.get(("a",), "k")
+        assert got is not None and got.value == {"text": GHOST}
+        assert lg.store.verify() == []
