@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "errors.hpp"
@@ -123,13 +124,20 @@ public:
         return py::make_tuple(r.seq, r.exact, r.offsets, ids, scores, records);
     }
 
+    // batch: None, or (key bytes, digest bytes) to record exactly once with the commit.
     // items: None, or item writes (item_bindings.cpp) applied in the same
     // transaction; then a commit returns (True, ids, unused refs).
     py::tuple commit(const py::list& plans, uint64_t prepared_seq, float min_similarity,
-                     const py::object& items = py::none()) {
+                     const py::object& batch = py::none(), const py::object& items = py::none()) {
         auto u = use();
         std::optional<std::vector<ItemWrite>> iw;
         if (!items.is_none()) iw = item_writes(items.cast<py::list>());
+        std::optional<BatchKey> bk;
+        if (!batch.is_none()) {
+            auto t = batch.cast<py::tuple>();
+            if (t.size() != 2) throw InvalidArgument("a commit's batch is (key, digest)");
+            bk = BatchKey{t[0].cast<std::string>(), t[1].cast<std::string>()};
+        }
         Store& st = *u;
         std::vector<OwnedPlan> owned;
         owned.reserve(plans.size());
@@ -180,7 +188,7 @@ public:
         CommitResult r;
         {
             py::gil_scoped_release nogil;
-            r = st.commit(ps, prepared_seq, min_similarity, iw ? &*iw : nullptr);
+            r = st.commit(ps, prepared_seq, min_similarity, bk ? &*bk : nullptr, iw ? &*iw : nullptr);
         }
         if (r.conflict) return py::make_tuple(false, r.why);
         if (iw) return py::make_tuple(true, r.ids, item_refs(r.unused));

@@ -10,6 +10,7 @@
 using namespace agentsensus_py;
 
 void bind_fence(pybind11::module_& m);
+void bind_batch_keys(pybind11::module_& m);
 void bind_record_meta(pybind11::module_& m);
 void bind_items(pybind11::module_& m);
 namespace agentsensus_py {
@@ -65,7 +66,7 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("closed", [](Engine& e) { return e.closed(); })
         .def("prepare", &Engine::prepare)
         .def("commit", &Engine::commit, py::arg("plans"), py::arg("prepared_seq"), py::arg("min_similarity"),
-             py::arg("items") = py::none())
+             py::arg("batch") = py::none(), py::arg("items") = py::none())
         .def("recall", &Engine::recall)
         .def("prepare_vectors",
              [](Engine& e, const F32& vectors) {
@@ -208,4 +209,5 @@ PYBIND11_MODULE(_core, m) {
     bind_lexical(m);
     bind_record_meta(m);
     bind_items(m);
+    bind_batch_keys(m);
 }

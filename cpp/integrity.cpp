@@ -1,4 +1,4 @@
-// Store::verify and Store::repair: the store's invariants I1..I12 of the
+// Store::verify and Store::repair: the store's invariants I1..I18 of the
 // format map (schema.hpp, docs/file-format.md), checked one by one in the
 // spirit of SQLite's integrity_check, and the rebuild of everything derived
 // from the primary tables.
@@ -88,6 +88,7 @@ public:
         journal();      // I10
         index();        // I11
         said();         // I12
+        if (s_.has_batch_keys_) verify_batch_keys(t_, db_.batch_keys, next_id_, [&](std::string m) { bad(m); });  // I13
         s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
         s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I15
         s_.verify_record_meta(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I16, I17 (record_meta.cpp)
@@ -385,6 +386,7 @@ public:
         s_.repair_record_meta(t_, keep_);  // I16, I17: after the owner sets are rebuilt
         rebuild_text_index(digests);
         rebuild_journal(fresh_uuid);
+        repair_batch_keys(t_, db_.batch_keys, s_.meta_u64(t_, kMetaNextId, 1));  // I13, after next_id is settled
         s_.lexical_->build(t_, nullptr);  // I18, from the records kept: after every step that drops records
     }
 

@@ -10,7 +10,7 @@
 // LMDB file is not portable across byte orders anyway). A "dup" table holds
 // several sorted values under one key (MDB_DUPSORT). Record ids, merge seqs
 // and journal seqs start at 1; 0 means none. Texts and names are UTF-8.
-// The invariants I1..I12 are the ones Store::verify checks (integrity.cpp);
+// The invariants I1..I18 are the ones Store::verify checks (integrity.cpp);
 // I1 is the structure of the LMDB pages themselves (page_check.hpp).
 #pragma once
 #include <lmdb.h>
@@ -29,8 +29,8 @@ namespace agentsensus {
 // schema 1 is still read, and a writable open upgrades its meta schema; its
 // records have no said rows (see kSaidTable).
 // 3 added the side tables of later features (times and metadata first, see
-// below). A writable open of a store of schema 1 or 2 creates them empty; a
-// read-only one reads as none.
+// below; batch_keys for exactly-once deposit_many). A writable open of a
+// store of schema 1 or 2 creates them empty; a read-only one reads as none.
 constexpr uint32_t kSchemaVersion = 3;
 constexpr uint32_t kOldestSchemaVersion = 1;
 
@@ -48,7 +48,7 @@ constexpr unsigned kDupFixed = MDB_DUPSORT | MDB_DUPFIXED;
 // ------------------------------------------------------------ store tables
 //
 // Primary tables (repair keeps them): records, vectors, owners, owner names,
-// edges, merges, said, times, metadata, lg_items, settings. Derived tables (repair rebuilds them from the primary ones):
+// edges, merges, said, batch_keys, times, metadata, lg_items, settings. Derived tables (repair rebuilds them from the primary ones):
 // owned, owners-by-name, rmerges, norms, rnorms, journal, hist, lg_item_refs, lex_postings.
 //
 // The owner tables keep their first names, "agents" and "agent_names", from
@@ -106,6 +106,12 @@ constexpr TableSpec kTimesTable{"times", 0};
 // the owner's row. Primary. I17: every row belongs to a live record and an
 // owner of it, and is one JSON object within the limit.
 constexpr TableSpec kMetadataTable{"metadata", 0};
+// Batch key (1..256 bytes, the caller's) -> a batch's result
+// (encode_batch_result, batch_keys.hpp): the digest of what it deposited and
+// per deposit the record ids and merged flags. Written in the batch's own
+// transaction, so a retried batch finds it (primary: repair keeps it). I13:
+// every row decodes and names only ids in [1, next_id).
+constexpr TableSpec kBatchKeysTable{"batch_keys", 0};
 // Be64 survivor record id -> dup Be64 merge seq: a record's merge-log
 // entries (forget deletes them with the record).
 constexpr TableSpec kMergesBySurvivorTable{"rmerges", kDupFixed};

@@ -102,6 +102,12 @@ Store::Store(const std::string& dir, const StoreOptions& o)
         has_said_ = false;  // a schema-1 store, read only: it has no said rows to read
     }
     try {
+        db_.batch_keys = open(kBatchKeysTable);
+    } catch (const Corrupt&) {
+        if (!o.readonly) throw;
+        has_batch_keys_ = false;  // a schema-1 or 2 store, read only: no batch keys
+    }
+    try {
         db_.times = open(kTimesTable);
         db_.metadata = open(kMetadataTable);
     } catch (const Corrupt&) {
@@ -1255,13 +1261,20 @@ void Store::scrub_merges(MDB_txn* txn, uint64_t id, uint32_t oid, const std::uno
 // link_deposit). The first conflict unwinds the transaction.
 
 CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity,
-                           const std::vector<ItemWrite>* items) {
+                           const BatchKey* batch, const std::vector<ItemWrite>* items) {
     check_open();
+    if (batch) check_batch_key(*batch);
     const std::vector<std::vector<float>> vecs = validate_plans(plans);
     CommitResult res;
     try {
         env_->write([&](MDB_txn* txn) {
             res = CommitResult{};  // the map may grow and this run again
+            // Exactly once: the key is checked and recorded inside this transaction.
+            if (batch && batch_recorded(txn, db_.batch_keys, batch->key)) {
+                res.conflict = true;
+                res.why = "the batch key was committed meanwhile";
+                throw CommitAbort{};
+            }
             const std::vector<Rival> rivals = added_since(txn, prepared_seq);
             Counters c = read_counters(txn);
             std::vector<uint64_t> staged;  // ids of the new records of this commit, in order
@@ -1276,6 +1289,7 @@ CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepa
                 }
             }
             write_counters(txn, c);
+            if (batch) record_batch(txn, db_.batch_keys, batch->key, batch_result_of(*batch, plans, res.ids));
             if (items) {
                 std::vector<std::string> owners;
                 for (const DepositPlan& d : plans) owners.push_back(d.owner);

@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "batch_keys.hpp"
 #include "item_table.hpp"
 #include "lexical_index.hpp"
 #include "lmdb_env.hpp"
@@ -193,10 +194,18 @@ public:
     // Phase 3: apply plans in one write transaction. If the store moved since
     // prepared_seq in a way that could change a decision, nothing is written
     // and the result says conflict (the four conflicts: see commit_deposit).
+    // With batch, its key and result are recorded in the same transaction; a
+    // key recorded meanwhile is a conflict too (the caller then finds it).
     // With items, the transaction applies those item writes after the
     // deposits (ItemTable::write), so a put is one transaction.
     CommitResult commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity,
-                        const std::vector<ItemWrite>* items = nullptr);
+                        const BatchKey* batch = nullptr, const std::vector<ItemWrite>* items = nullptr);
+    // The result recorded under a batch key, if any (batch_keys.cpp).
+    std::optional<BatchResult> batch_result(const std::string& key);
+    // Batch keys in key order after `after` ("" from the first), at most limit (export).
+    std::vector<std::pair<std::string, BatchResult>> batch_keys(const std::string& after, size_t limit);
+    // Records imported batch keys in one transaction (a key already there is refused).
+    void load_batch_keys(const std::vector<std::pair<std::string, BatchResult>>& rows);
     // The LangGraph items and the settings of the store (item_table.hpp, settings_table.hpp).
     ItemTable& items() {
         check_open();
@@ -304,7 +313,7 @@ private:
     // One handle per table of schema.hpp.
     struct Dbs {
         MDB_dbi meta, records, vectors, owners, owned, owners_by_name, owner_names, edges, merges, rmerges, norms,
-            rnorms, journal, hist, said, times, metadata;
+            rnorms, journal, hist, said, batch_keys, times, metadata;
     };
     // A record another writer added after a commit's prepare, with its vector.
     struct Rival {
@@ -423,6 +432,7 @@ private:
     size_t expansion_search_ = 64;  // usearch's search width: a search of k costs max(k, this)
     unsigned char uuid_[16] = {};
     bool has_said_ = true;  // false: a read-only open of a schema-1 store
+    bool has_batch_keys_ = true;  // false: a read-only open of a schema-1 or 2 store
     bool has_record_meta_ = true;  // false: a read-only open of a schema-1 or 2 store (no times, no metadata)
 
     // The index and everything derived from the journal, under one lock:

@@ -18,6 +18,8 @@ MAX_STATEMENTS_PER_DEPOSIT: int
 MAX_OWNER_BYTES: int
 MAX_OWNERS_PER_RECORD: int
 MAX_DIM: int
+MAX_BATCH_KEY_BYTES: int
+BATCH_DIGEST_BYTES: int
 # Code points that show nothing, as inclusive (lo, hi) ranges (cpp/visible_text.hpp).
 INVISIBLE_RANGES: list[tuple[int, int]]
 VALUE_DIGEST_BYTES: int
@@ -121,9 +123,24 @@ class Engine:
         """On a read snapshot: (journal seq, exact-duplicate record per
         statement or 0, candidate offsets, candidate ids, scores, the named
         records)."""
-    def commit(self, plans: list[_CommitPlan], prepared_seq: int, min_similarity: float, /) -> tuple[bool, Any]:
+    def commit(
+        self,
+        plans: list[_CommitPlan],
+        prepared_seq: int,
+        min_similarity: float,
+        /,
+        batch: Optional[tuple[bytes, bytes]] = None,
+    ) -> tuple[bool, Any]:
         """One write transaction: ``(True, ids per deposit per statement)``,
-        or ``(False, why)`` on a conflict with a concurrent commit."""
+        or ``(False, why)`` on a conflict with a concurrent commit. ``batch``
+        (key, digest): recorded in the same transaction; a key recorded
+        meanwhile is a conflict."""
+    def batch_result(self, key: bytes) -> Optional[tuple[bytes, list[list[int]], list[list[bool]]]]:
+        """(digest, ids, merged) recorded under a batch key, or None."""
+    def batch_keys(self, after: bytes, limit: int) -> list[tuple[bytes, tuple[bytes, list[list[int]], list[list[bool]]]]]:
+        """Batch keys in key order after ``after``, with their results."""
+    def load_batch_keys(self, rows: list[tuple[bytes, bytes, list[list[int]], list[list[bool]]]]) -> None:
+        """Records (key, digest, ids, merged) rows in one transaction (an import)."""
     def prepare_vectors(self, vectors: _F32, /) -> npt.NDArray[np.float32]:
         """The vectors as the store keeps them: checked, unit length under cos."""
     def similarities(self, queries: _F32, kept: _F32, /) -> npt.NDArray[np.float32]:

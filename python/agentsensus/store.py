@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _core, judges
 from .deposit_passes import Passes, acall_judge, call_judge
+from .batch_keys import BatchKey, batch_digest, check_batch_key, recorded_result
 from .deposit_plan import BatchPlanner, Item
 from .embedder_setting import no_embed_message, persisted_embed
 from .errors import ContentionError, Error
@@ -277,7 +278,7 @@ class Store:
         return Item(owner, texts, vecs, [text_digest(t) for t in texts], round)
 
     def _flow(
-        self, items: Sequence[Item], per_item: bool = False, item_writes: Any = None
+        self, items: Sequence[Item], per_item: bool = False, item_writes: Any = None, batch: Optional[BatchKey] = None
     ) -> Generator[list[judges.JudgeRequest], Sequence[Optional[int]], list[Deposit]]:
         """The deposit path as a generator: it yields each judge call's
         requests and receives the verdicts, so that the sync and async entry
@@ -285,6 +286,9 @@ class Store:
         batch is judged in passes (deposit_passes.py) unless ``per_item``."""
         engine = self._writable()
         for _ in range(_MAX_ATTEMPTS):
+            # A batch key already recorded: the batch committed before (batch_keys.py).
+            if batch is not None and (done := recorded_result(engine, batch)) is not None:
+                return done
             planner = BatchPlanner(
                 engine, self.metric, self.candidates, self.min_similarity, self._policy, self.judge_sees_owners
             )
@@ -300,10 +304,10 @@ class Store:
                         raise TypeError(f"judge must return a list, got {type(verdicts).__name__}")
                 planner.finish(pending, committed, verdicts)
             if item_writes is None:
-                ok, result = engine.commit(planner.plans, planner.seq, self.min_similarity)
+                ok, result = engine.commit(planner.plans, planner.seq, self.min_similarity, batch=batch)
             else:  # LangGraph items ride in the same transaction (integrations/langgraph_items.py)
                 ok, result, *unused = engine.commit(
-                    planner.plans, planner.seq, self.min_similarity, items=item_writes.rows
+                    planner.plans, planner.seq, self.min_similarity, batch=batch, items=item_writes.rows
                 )
                 item_writes.unused = unused[0] if ok else []
             if ok:
@@ -311,10 +315,15 @@ class Store:
         raise ContentionError(f"deposit gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing it")
 
     def _run(
-        self, items: Sequence[Item], judge: Optional[JudgeFn], per_item: bool = False, item_writes: Any = None
+        self,
+        items: Sequence[Item],
+        judge: Optional[JudgeFn],
+        per_item: bool = False,
+        item_writes: Any = None,
+        batch: Optional[BatchKey] = None,
     ) -> list[Deposit]:
         j = judge if judge is not None else self.judge
-        flow = self._flow(items, per_item, item_writes)
+        flow = self._flow(items, per_item, item_writes, batch)
         try:
             requests = next(flow)
             while True:
@@ -323,10 +332,15 @@ class Store:
             return stop.value  # type: ignore[no-any-return]
 
     async def _arun(
-        self, items: Sequence[Item], judge: Optional[JudgeFn], per_item: bool = False, item_writes: Any = None
+        self,
+        items: Sequence[Item],
+        judge: Optional[JudgeFn],
+        per_item: bool = False,
+        item_writes: Any = None,
+        batch: Optional[BatchKey] = None,
     ) -> list[Deposit]:
         j = judge if judge is not None else self.judge
-        flow = self._flow(items, per_item, item_writes)
+        flow = self._flow(items, per_item, item_writes, batch)
 
         # StopIteration cannot cross a thread's future: report completion as a value.
         def step(verdicts: Any) -> tuple[bool, Any]:
@@ -386,17 +400,22 @@ class Store:
         round: int = 0,
         judge: Optional[JudgeFn] = None,
         judge_per_item: bool = False,
+        batch_key: Optional[str] = None,
     ) -> list[Deposit]:
         """A round of deposits in one transaction (one fsync). Later items see
         earlier ones, as if deposited one by one. The judge is asked in passes:
         one call holds the requests of many items (each naming its owner),
         and further calls only the requests that earlier items of the batch
         changed, usually one or two. ``judge_per_item=True``: one call per
-        item with requests, in order."""
+        item with requests, in order. ``batch_key``: the batch is deposited
+        exactly once; a later call with the same key returns the first result
+        and writes nothing (agentsensus.batch_keys)."""
+        key = None if batch_key is None else check_batch_key(batch_key)
         batch = self._batch(items, check_round(round))
         if not batch:
             return []
-        return self._run(batch, judge, _check_per_item(judge_per_item))
+        bk = None if key is None else (key, batch_digest(batch))
+        return self._run(batch, judge, _check_per_item(judge_per_item), batch=bk)
 
     async def adeposit_many(
         self,
@@ -405,15 +424,18 @@ class Store:
         round: int = 0,
         judge: Optional[JudgeFn] = None,
         judge_per_item: bool = False,
+        batch_key: Optional[str] = None,
     ) -> list[Deposit]:
         """``deposit_many`` for asyncio: a coroutine judge answers each item's
         requests of a pass in a call of its own, all calls at once; engine
-        work runs in a worker thread."""
+        work runs in a worker thread. ``batch_key`` as for ``deposit_many``."""
+        key = None if batch_key is None else check_batch_key(batch_key)
         rnd, per_item = check_round(round), _check_per_item(judge_per_item)
         batch = await asyncio.to_thread(self._batch, items, rnd)
         if not batch:
             return []
-        return await self._arun(batch, judge, per_item)
+        bk = None if key is None else (key, batch_digest(batch))
+        return await self._arun(batch, judge, per_item, batch=bk)
 
     async def adeposit(
         self,

@@ -28,7 +28,9 @@ One JSON object per line, each with a ``"type"``, in this order:
   readers, the ``frontier`` of its head (``key``, ``owner``, ``version``,
   ``digest`` in hex), one per key in key order;
 - ``item``: a LangGraph item (:mod:`agentsensus.io.items_io`), one per
-  item in key order.
+  item in key order;
+- ``batch``: an exactly-once batch key (:mod:`agentsensus.io.batch_keys_io`),
+  one per key in key order.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import numpy as np
 
 from .. import _core
 from .._version import __version__
+from .batch_keys_io import batch_rows
 from .items_io import item_rows
 
 if TYPE_CHECKING:
@@ -185,6 +188,7 @@ def export_rows(store: "Store") -> Iterator[dict[str, Any]]:
     for key in store.fence.keys():
         yield _key_row(store, key)
     yield from item_rows(store)
+    yield from batch_rows(store)
 
 
 def export_jsonl(store: "Store", out: TextIO) -> Exported:

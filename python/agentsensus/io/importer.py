@@ -27,6 +27,7 @@ from ..errors import Error
 from ..planfence.fence import value_digest
 from ..record_meta import check_metadata
 from .export import FORMAT
+from .batch_keys_io import BatchKeyLoader
 from .items_io import ItemLoader
 from .leftovers import PREFIX, hold, release, remove_abandoned_imports
 
@@ -328,6 +329,7 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
             loader = _Loader(store, header, batch, progress)
             phase = 0  # records, then merges, then keys
             items = ItemLoader()  # item lines, loaded after everything else (io/items_io.py)
+            batch_keys = BatchKeyLoader()  # batch lines, likewise (io/batch_keys_io.py)
             for n, line in it:
                 if not line.strip():
                     continue
@@ -335,6 +337,9 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
                 row = _parse(n, line)
                 if row["type"] == "item":
                     items.add(n, row)
+                    continue
+                if row["type"] == "batch":
+                    batch_keys.add(n, row)
                     continue
                 kind = (
                     ("record", "merge", "key").index(row["type"]) if row["type"] in ("record", "merge", "key") else -1
@@ -357,6 +362,7 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
             except _Bad as e:
                 raise ValueError(str(e)) from None
             items.finish(store)
+            batch_keys.finish(store)
             embedder = header.get("embedder")
             if embedder is not None:
                 if not isinstance(embedder, str):

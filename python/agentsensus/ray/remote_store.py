@@ -50,6 +50,14 @@ async def _unwrap_async(ref: Any, what: str) -> Any:
         raise _died(e, what) from None
 
 
+_DIED = "is unavailable: its actor died"
+
+
+def _actor_died(e: Error) -> bool:
+    """Whether ``e`` is :func:`unwrap`'s report of a dead (maybe restarting) actor."""
+    return _DIED in str(e)
+
+
 def _died(e: BaseException, what: str) -> Error:
     """An actor that died in ``__init__`` (a bad option, a store that would
     not open) says why in the last line of Ray's report: keep that line."""
@@ -59,7 +67,7 @@ def _died(e: BaseException, what: str) -> Error:
             (ln for ln in reversed(lines) if ": " in ln and ln.split(":")[0].isidentifier()), lines[-1] if lines else ""
         )
         return Error(f"{what} could not open: {why}")
-    return Error(f"{what} is unavailable: its actor died ({type(e).__name__})")
+    return Error(f"{what} {_DIED} ({type(e).__name__})")
 
 
 class RemoteStore:
@@ -70,11 +78,16 @@ class RemoteStore:
 
     Judges: ``deposit(..., judge=f)`` sends ``f`` (pickled) to run in the
     actor; without one, the judge given to ``StoreActor.remote`` runs.
-    ``timeout``: seconds to wait for each call, ``None`` for no limit."""
+    ``timeout``: seconds to wait for each call, ``None`` for no limit.
+    ``retries``: how often a ``deposit_many`` with a ``batch_key`` is sent
+    again when the actor died under it (writes without a key never are)."""
 
-    def __init__(self, actor: Any, *, timeout: Optional[float] = None) -> None:
+    def __init__(self, actor: Any, *, timeout: Optional[float] = None, retries: int = 3) -> None:
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"retries must be an int >= 0, got {retries!r}")
         self.actor = actor
         self.timeout = timeout
+        self.retries = retries
         self._closed = False
         info = unwrap(actor.info.remote(), "the store actor", timeout)
         self.path: str = info["path"]
@@ -85,10 +98,11 @@ class RemoteStore:
         self.min_similarity: float = info["min_similarity"]
 
     def __reduce__(self) -> Any:
-        return (RemoteStore, (self.actor,), {"timeout": self.timeout})
+        return (RemoteStore, (self.actor,), {"timeout": self.timeout, "retries": self.retries})
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
         self.timeout = state["timeout"]
+        self.retries = state.get("retries", 3)
 
     def __repr__(self) -> str:
         return f"RemoteStore({self.path!r}, {'closed' if self._closed else f'dim={self.dim}'})"
@@ -138,10 +152,29 @@ class RemoteStore:
         return self._call("deposit", owner, statements, vectors, round, judge)  # type: ignore[no-any-return]
 
     def deposit_many(
-        self, items: Iterable[tuple[str, Sequence[str], Any]], *, round: int = 0, judge: Any = None
+        self,
+        items: Iterable[tuple[str, Sequence[str], Any]],
+        *,
+        round: int = 0,
+        judge: Any = None,
+        batch_key: Optional[str] = None,
+        judge_per_item: bool = False,
     ) -> list[Deposit]:
-        """``Store.deposit_many`` in the actor: one transaction there."""
-        return self._call("deposit_many", list(items), round, judge)  # type: ignore[no-any-return]
+        """``Store.deposit_many`` in the actor: one transaction there. With
+        ``batch_key`` the batch is deposited exactly once, so a call the
+        actor's death cut off is sent again to the restarted actor (up to
+        ``retries`` times): it deposits the batch if the first call did not
+        commit, and returns the first result if it did."""
+        batch = list(items)
+        if batch_key is None:
+            return self._call("deposit_many", batch, round, judge, None, judge_per_item)  # type: ignore[no-any-return]
+        for attempt in range(self.retries + 1):
+            try:
+                return self._call("deposit_many", batch, round, judge, batch_key, judge_per_item)  # type: ignore[no-any-return]
+            except Error as e:
+                if attempt == self.retries or not _actor_died(e):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def adeposit(
         self, owner: str, statements: Sequence[str], vectors: Any = None, *, round: int = 0, judge: Any = None

@@ -17,7 +17,8 @@ What sharding gives up:
   fewer merges than one store would give it.
 - All-or-nothing across shards. ``deposit_many`` is one transaction per
   shard; a batch that spans shards can be applied on some and not others
-  when a shard fails mid-way.
+  when a shard fails mid-way (with a ``batch_key``, retrying the batch
+  completes it: the shards that committed return their first result).
 - One id space. Ids are ``local_id * K + shard``: stable, but not dense
   and not in global deposit order; they mean nothing to a single store.
 - Planfence: a lineage lives in one store; keep plans on one StoreActor.
@@ -32,7 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from ..errors import Error
 from ..records import Deposit, Memory, Merge, Stats
-from .remote_store import unwrap
+from .remote_store import _actor_died, unwrap
 
 __all__ = ["ShardedStore", "place_shard"]
 
@@ -135,10 +136,17 @@ class ShardedStore:
         places: Optional[Sequence[str]] = None,
         round: int = 0,
         judge: Any = None,
+        batch_key: Optional[str] = None,
+        retries: int = 3,
+        judge_per_item: bool = False,
     ) -> list[Deposit]:
         """A round of deposits: each shard gets its items as one
         ``deposit_many`` (one transaction there, items in the given order),
-        and the shards run concurrently. Results in the order of ``items``."""
+        and the shards run concurrently. Results in the order of ``items``.
+        ``batch_key``: each shard's part is deposited exactly once (under
+        ``KEY#shard``), and a part whose shard died under the call is sent
+        again (up to ``retries`` times), so a retried batch completes the
+        shards it missed and repeats none."""
         batch = list(items)
         if places is not None and len(places) != len(batch):
             raise ValueError(f"places has {len(places)} entries for {len(batch)} items")
@@ -150,9 +158,24 @@ class ShardedStore:
                 raise TypeError(f"items[{n}] must be a tuple (owner, statements, vectors)") from None
             parts[self.shard(self._place(owner, statements, places[n] if places is not None else None))].append(n)
         order = sorted(parts)
-        refs = [self.shards[s].deposit_many.remote([batch[n] for n in parts[s]], round, judge) for s in order]
+
+        def send(s: int) -> Any:
+            key = None if batch_key is None else f"{batch_key}#{s}"
+            return self.shards[s].deposit_many.remote([batch[n] for n in parts[s]], round, judge, key, judge_per_item)
+
+        refs = [send(s) for s in order]
+        results: list[Any] = []
+        for s, ref in zip(order, refs):
+            for attempt in range(retries + 1):
+                try:
+                    results.append(unwrap(ref, f"shard {s} of the store", self.timeout))
+                    break
+                except Error as e:
+                    if batch_key is None or attempt == retries or not _actor_died(e):
+                        raise
+                    ref = send(s)
         out: list[Optional[Deposit]] = [None] * len(batch)
-        for s, deposits in zip(order, self._all(refs)):
+        for s, deposits in zip(order, results):
             for n, d in zip(parts[s], deposits):
                 out[n] = Deposit([self._gid(s, i) for i in d.ids], list(d.merged))
                 self.directory[batch[n][0]].add(s)

@@ -91,9 +91,18 @@ class StoreActor:
             self._wrote()
 
     @_write
-    def deposit_many(self, items: list[tuple[str, Sequence[str], Any]], round: int, judge: Any) -> list[Deposit]:
+    def deposit_many(
+        self,
+        items: list[tuple[str, Sequence[str], Any]],
+        round: int,
+        judge: Any,
+        batch_key: Any = None,
+        judge_per_item: bool = False,
+    ) -> list[Deposit]:
         try:
-            return self._store.deposit_many(items, round=round, judge=judge)
+            return self._store.deposit_many(
+                items, round=round, judge=judge, judge_per_item=judge_per_item, batch_key=batch_key
+            )
         finally:
             self._wrote()
 
