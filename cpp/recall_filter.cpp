@@ -1,5 +1,8 @@
 #include "recall_filter.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "bytes.hpp"
 #include "errors.hpp"
 #include "store.hpp"
@@ -145,6 +148,64 @@ bool Store::passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& 
         }
     }
     return f.matches(in);
+}
+
+}  // namespace agentsensus
+
+namespace agentsensus {
+
+namespace {
+
+// Moves c to the first key >= target (LMDB's memcmp order), trying a few
+// steps forward first: a scan's ids ascend, so the next row it needs is
+// usually the next key or close to it (one seek per id costs a tree descent).
+bool seek(Cursor& c, MDB_val& k, MDB_val& v, bool& positioned, const unsigned char* target, size_t n) {
+    for (int step = 0; positioned && step < 4; ++step) {
+        int cmp = std::memcmp(k.mv_data, target, std::min(k.mv_size, n));
+        if (cmp > 0 || (cmp == 0 && k.mv_size >= n)) return true;
+        positioned = c.op(k, v, MDB_NEXT);
+    }
+    k = val(target, n);
+    positioned = c.op(k, v, MDB_SET_RANGE);
+    return positioned;
+}
+
+bool at(const MDB_val& k, const unsigned char* key, size_t n) {
+    return k.mv_size == n && std::memcmp(k.mv_data, key, n) == 0;
+}
+
+}  // namespace
+
+// passes() for every id of an ascending list, with one cursor per table the
+// filter reads walking forward (the exact owner scan's filter).
+void Store::keep_passing(MDB_txn* txn, uint32_t oid, std::vector<uint64_t>& ids, const RecallFilter& f) {
+    if (f.empty()) return;
+    const bool meta = has_record_meta_;
+    Cursor rc(txn, db_.records), tc(txn, meta ? db_.times : db_.records), mc(txn, meta ? db_.metadata : db_.records);
+    MDB_val rk{}, rv{}, tk{}, tv{}, mk{}, mv{};
+    bool rpos = false, tpos = false, mpos = false;
+    size_t out = 0;
+    for (uint64_t id : ids) {
+        RecallFilter::Inputs in;
+        Be64 k(id);
+        if (f.needs_round()) {
+            RecordHeader h;
+            std::string_view text;
+            if (!seek(rc, rk, rv, rpos, k.b, 8) || !at(rk, k.b, 8) || !decode_record(rv, h, text)) continue;
+            in.round = h.round;
+        }
+        if (f.needs_times() && meta && seek(tc, tk, tv, tpos, k.b, 8) && at(tk, k.b, 8))
+            in.has_times = decode_times(tv.mv_data, tv.mv_size, in.times);
+        if (f.needs_metadata() && meta) {
+            auto key = metadata_key(id, oid);
+            if (seek(mc, mk, mv, mpos, key.data(), key.size()) && at(mk, key.data(), key.size())) {
+                in.has_metadata = true;
+                in.metadata = view(mv);
+            }
+        }
+        if (f.matches(in)) ids[out++] = id;
+    }
+    ids.resize(out);
 }
 
 }  // namespace agentsensus

@@ -1,6 +1,7 @@
 #include "record_meta.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -177,7 +178,10 @@ private:
         }
         if (out) {
             out->kind = JsonValue::kNumber;
-            out->num = std::strtod(std::string(s_.substr(start, i_ - start)).c_str(), nullptr);
+            // from_chars: no allocation and no locale (a filter parses one per candidate).
+            auto r = std::from_chars(s_.data() + start, s_.data() + i_, out->num);
+            if (r.ec == std::errc::result_out_of_range)  // beyond double: as strtod, +-inf or 0
+                out->num = std::strtod(std::string(s_.substr(start, i_ - start)).c_str(), nullptr);
         }
         return true;
     }

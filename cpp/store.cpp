@@ -705,9 +705,7 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
 std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, const RecallFilter& filter) {
     std::vector<uint64_t> ids = owned_ids(txn, oid), absent;
     // Filtered before scoring: the k best scored are the k best that pass.
-    if (!filter.empty())
-        ids.erase(std::remove_if(ids.begin(), ids.end(), [&](uint64_t id) { return !passes(txn, oid, id, filter); }),
-                  ids.end());
+    keep_passing(txn, oid, ids, filter);
     std::vector<Hit> hits = index_->scan(q, ids.data(), ids.size(), k, absent);
     // What the index does not hold (yet, or any more) is read from LMDB.
     std::vector<float> buf(dim_);

@@ -351,6 +351,8 @@ private:
                                  const RecallFilter& filter = RecallFilter());
     // Whether record id passes filter for owner oid (recall_filter.cpp).
     bool passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& filter);
+    // Keeps the ids (ascending) that pass, reading with forward cursors (recall_filter.cpp).
+    void keep_passing(MDB_txn* txn, uint32_t oid, std::vector<uint64_t>& ids, const RecallFilter& filter);
     // The side tables of record_meta.hpp (record_meta.cpp): reads into a
     // row, stamps (created and updated, or updated only), an owner's
     // metadata (checked first), and the deletes of a record's or an owner's rows.
