@@ -21,8 +21,8 @@ from typing import (
 import numpy as np
 
 from . import _core, judges
-from .deposit_passes import Passes, acall_judge, call_judge
 from .batch_keys import BatchKey, batch_digest, check_batch_key, recorded_result
+from .deposit_passes import Passes, acall_judge, call_judge
 from .deposit_plan import BatchPlanner, Item
 from .embedder_setting import no_embed_message, persisted_embed
 from .errors import ContentionError, Error

@@ -26,8 +26,8 @@ from .. import _core
 from ..errors import Error
 from ..planfence.fence import value_digest
 from ..record_meta import check_metadata
-from .export import FORMAT
 from .batch_keys_io import BatchKeyLoader
+from .export import FORMAT
 from .items_io import ItemLoader
 from .leftovers import PREFIX, hold, release, remove_abandoned_imports
 
