@@ -158,7 +158,9 @@ def test_update_history_delete_all_and_reset(store) -> None:
     assert store.delete_all("a") == 2
     assert store.owned("a") == [] and store.owned("b") == [shared]
     assert store.verify() == []
-    assert store.reset() == 1
+    seen: list[tuple[int, int]] = []
+    assert store.reset(progress=lambda done, total: seen.append((done, total))) == 1
+    assert seen == [(1, 1)]
     assert store.stats().records == 0 and store.verify() == []
 
 

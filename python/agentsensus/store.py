@@ -578,26 +578,31 @@ class Store:
         when absent."""
         return history_of(self._handles().engine, _check_id(id))
 
-    def delete_all(self, owner: str) -> int:
+    def delete_all(self, owner: str, *, progress: Optional[Callable[[int, int], None]] = None) -> int:
         """``owner`` forgets every record it owns (``forget``, one commit
         each); returns how many. Records others own stay, without
-        ``owner``'s words."""
+        ``owner``'s words. ``progress(done, total)`` is called after each."""
         self._writable()
         owner = check_owner(owner, existing=True)
         ids = self.owned(owner)
-        for rid in ids:
+        for n, rid in enumerate(ids, 1):
             self.forget(owner, rid)
+            if progress is not None:
+                progress(n, len(ids))
         return len(ids)
 
-    def reset(self) -> int:
+    def reset(self, *, progress: Optional[Callable[[int, int], None]] = None) -> int:
         """Every owner forgets everything: the store is left with no
         records (its identity, dim, metric and Planfence lineage stay);
-        returns how many records there were. One commit per (owner, record)."""
+        returns how many records there were. One commit per (owner, record);
+        ``progress(records gone, records at the start)`` after each owner."""
         self._writable()
         n = self.stats().records
         for owner in list(self._handles().engine.owner_names()):
             if self.owned(owner):
                 self.delete_all(owner)
+                if progress is not None:
+                    progress(n - self.stats().records, n)
         return n
 
     def stats(self) -> Stats:
