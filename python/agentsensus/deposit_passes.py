@@ -34,23 +34,25 @@ requests of its call, or counts its calls, is asked with
 ``judge_per_item=True`` (one call per item, in order).
 
 A guess is the judge's verdict on an earlier version of the same statement's
-request when that candidate is still offered; a candidate newly offered to a
-statement the judge matched with none of its others; else, for a statement
-the judge has not seen yet, its best candidate (most statements with a close
-candidate restate it).
+request when that candidate is still offered; else the best candidate not
+offered to that statement before (all of them, for a statement not judged
+yet) when its score reaches the cut that :class:`GuessModel` learned from
+the judge's earlier answers; else no match.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import math
+from collections import deque
 from typing import Any, Generator, Optional, Sequence
 
 from .deposit_plan import BatchPlanner, Item
 from .judges import JudgeRequest
 from .records import Memory
 
-__all__ = ["JudgeCall", "Passes", "call_judge", "acall_judge"]
+__all__ = ["JudgeCall", "GuessModel", "Passes", "call_judge", "acall_judge"]
 
 # A request as the judge saw it: equal keys, equal requests.
 _Key = tuple[str, str, tuple[Memory, ...]]
@@ -70,31 +72,71 @@ def _key(r: JudgeRequest) -> _Key:
     return (r.statement, r.owner, tuple(r.candidates))
 
 
+class GuessModel:
+    """The score from which the judge tends to name a request's best
+    candidate, learned from its last ``keep`` answers (a store keeps one
+    across its batches). Guesses only order the work; no commit rests on one."""
+
+    def __init__(self, keep: int = 1024) -> None:
+        self.samples: deque[tuple[float, bool]] = deque(maxlen=keep)  # (best score, the judge named it)
+        self.cut = -math.inf  # before any answer: guess the best candidate
+
+    def learn(self, req: JudgeRequest, verdict: Optional[int]) -> None:
+        self.samples.append((_score(req.candidates[0]), verdict == req.candidates[0].id))
+
+    def refit(self) -> None:
+        """The cut with the fewest wrong guesses over the samples (the lowest
+        such cut: a wrong merge guess costs no more than a wrong new one)."""
+        pts = sorted(self.samples)
+        n, hits = len(pts), sum(h for _, h in pts)
+        below = 0  # answers naming the best among pts[:i]
+        best = n + 1
+        for i in range(n + 1):
+            if i == n or i == 0 or pts[i - 1][0] < pts[i][0]:  # a cut between equal scores is no cut
+                wrong = below + (n - i) - (hits - below)
+                if wrong < best:
+                    best, self.cut = wrong, (pts[i][0] if i < n else math.inf)
+            if i < n:
+                below += pts[i][1]
+
+    def names(self, c: Memory) -> bool:
+        return _score(c) >= self.cut
+
+
+def _score(c: Memory) -> float:
+    s = c.score
+    return -math.inf if s is None or s != s else float(s)
+
+
 def _guess(
-    req: JudgeRequest, stable: list[_Stable], seen: Optional[tuple[frozenset[_Stable], Optional[_Stable]]]
+    model: GuessModel,
+    req: JudgeRequest,
+    stable: list[_Stable],
+    seen: Optional[tuple[frozenset[_Stable], Optional[_Stable]]],
 ) -> Optional[int]:
-    """What the judge will likely answer to ``req``; only orders the work,
-    never decides a commit."""
-    if seen is None:
-        return req.candidates[0].id  # candidates come best first
-    offered, verdict = seen
-    for c, s in zip(req.candidates, stable):
-        if verdict is not None and s == verdict:
-            return c.id
-    for c, s in zip(req.candidates, stable):
-        if s not in offered:
-            return c.id
-    return None
+    """What the judge will likely answer to ``req`` (see the module docstring)."""
+    offered, verdict = seen if seen is not None else (frozenset(), None)
+    if verdict is not None:
+        for c, s in zip(req.candidates, stable):
+            if s == verdict:
+                return c.id
+    fresh = [c for c, s in zip(req.candidates, stable) if s not in offered]  # best first
+    return fresh[0].id if fresh and model.names(fresh[0]) else None
 
 
 class Passes:
     """Plans one attempt at a batch in passes, keeping the judge's verdicts
     of that attempt."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: Optional[GuessModel] = None) -> None:
+        self.model = model if model is not None else GuessModel()
         self.verdicts: dict[_Key, Optional[int]] = {}
         # per (item, statement): the candidates last asked about and the verdict, by stable ids
         self.seen: dict[tuple[int, int], tuple[frozenset[_Stable], Optional[_Stable]]] = {}
+        # where the next pass starts: the staged state after the items that used only
+        # the judge's verdicts, and the first item after them (that state is the
+        # item-by-item one, so replanning those items would give it again)
+        self.resume: Optional[tuple[tuple[Any, ...], int]] = None
 
     def plan(self, planner: BatchPlanner, items: Sequence[Item]) -> Generator[JudgeCall, Sequence[Optional[int]], None]:
         """Plans ``items`` on ``planner`` (prepared), yielding each pass's
@@ -112,17 +154,25 @@ class Passes:
                 self.verdicts[_key(req)] = v
                 pick = None if v is None else stable[[c.id for c in req.candidates].index(v)]
                 self.seen[where] = (frozenset(stable), pick)
+                self.model.learn(req, v)
+            self.model.refit()
         raise AssertionError("planning in passes did not converge")  # the invariant above rules it out
 
     def _one_pass(
         self, planner: BatchPlanner, items: Sequence[Item]
     ) -> tuple[JudgeCall, list[tuple[tuple[int, int], list[_Stable]]]]:
-        planner.rewind()
+        first = 0
+        if self.resume is None:
+            planner.rewind()
+        else:
+            planner.restore(self.resume[0])
+            first = self.resume[1]
         call = JudgeCall()
         asked: list[tuple[tuple[int, int], list[_Stable]]] = []
         in_call: set[_Key] = set()
         sure = True  # every verdict used so far is the judge's
-        for n, item in enumerate(items):
+        for n in range(first, len(items)):
+            item = items[n]
             pend, committed = planner.begin(n, item)
             statement_of = {kind[1]: i for i, kind in enumerate(pend.kinds) if kind[0] == "judge"}
             verdicts: list[Optional[int]] = []
@@ -138,9 +188,11 @@ class Passes:
                     in_call.add(key)
                     call.append(req)
                     asked.append((where, stable))
-                verdicts.append(_guess(req, stable, self.seen.get(where)))
+                verdicts.append(_guess(self.model, req, stable, self.seen.get(where)))
             if len(call) > start:
                 call.spans.append((start, len(call)))
+                if sure:
+                    self.resume = (planner.mark(), n)
                 sure = False
             if sure:
                 planner.finish(pend, committed, verdicts)  # what the item-by-item path does, errors too

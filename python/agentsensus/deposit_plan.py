@@ -71,6 +71,13 @@ class _Pending:
     requests: list[JudgeRequest] = field(default_factory=list)
 
 
+def _copied(staged: Any) -> Any:
+    """A copy of staged records (dict or list) that later merges leave alone."""
+    if isinstance(staged, dict):
+        return {k: dataclasses.replace(v, owners=set(v.owners)) for k, v in staged.items()}
+    return [dataclasses.replace(v, owners=set(v.owners)) for v in staged]
+
+
 class BatchPlanner:
     """Plans a batch of deposits against one store snapshot plus the batch's
     own staged changes."""
@@ -104,6 +111,18 @@ class BatchPlanner:
         ``prepare``: the batch can be planned again from its first item."""
         self.existing, self.new, self.by_digest = {}, [], {}
         self.plans, self.merged, self.origins = [], [], []
+
+    def mark(self) -> tuple[Any, ...]:
+        """The staged state after the items finished so far, for ``restore``."""
+        return (_copied(self.existing), _copied(self.new), dict(self.by_digest), len(self.plans))
+
+    def restore(self, mark: tuple[Any, ...]) -> None:
+        """Back to the state of ``mark``: the items after it can be planned
+        again (the rows of the staged vectors past it are written again)."""
+        existing, new, by_digest, n = mark
+        self.existing, self.new, self.by_digest = _copied(existing), _copied(new), dict(by_digest)
+        del self.plans[n:], self.merged[n:]
+        del self.origins[len(self.new) :]  # one origin per new record
 
     def stable_id(self, rid: int) -> tuple[int, ...]:
         """A record's name that does not change when the batch is planned
@@ -180,7 +199,9 @@ class BatchPlanner:
                     hit = np.flatnonzero(staged_sims[i] >= self.min_similarity)
                     cands += [(float(staged_sims[i, j]), -(int(j) + 1)) for j in hit]
                 if cands:
-                    cands.sort(key=lambda c: (-c[0], c[1]))
+                    # ties in the order committed records would take: lower id first, the
+                    # batch's new records after every committed one, in the order made
+                    cands.sort(key=lambda c: (-c[0], c[1] if c[1] > 0 else (1 << 62) - c[1]))
                     mems = [self._memory(rid, committed, score) for score, rid in cands[: self.k]]
                     if not self.judge_sees_owners:
                         mems = [dataclasses.replace(m, owners=frozenset()) for m in mems]

@@ -1,13 +1,16 @@
 """Equivalence judges: ``judge(requests) -> list[int | None]``.
 
-A judge gets, once per deposit, one :class:`JudgeRequest` for every statement
-that has candidates (nearest records at or above the store's
-``min_similarity``), and answers for each request, in order, the id of the
-candidate that states the same fact, or ``None``. It may be a plain function
-or (with ``Store.adeposit``) a coroutine function. It never runs while a write
-transaction is held, so it may take as long as an LLM takes.
+A judge gets one :class:`JudgeRequest` for every statement that has
+candidates (nearest records at or above the store's ``min_similarity``), and
+answers for each request, in order, the id of the candidate that states the
+same fact, or ``None``. It may be a plain function or (with
+``Store.adeposit`` and ``Store.adeposit_many``) a coroutine function. It never
+runs while a write transaction is held, so it may take as long as an LLM takes.
 
-Candidates staged earlier in the same ``deposit_many`` batch carry negative
+A call of ``deposit_many`` may carry the requests of several items (each
+request names its owner and statement): the batch is judged in passes, and a
+verdict must depend on its request alone (``judge_per_item=True`` asks one
+item per call). Candidates staged earlier in the same batch carry negative
 provisional ids; answer with them like any other id.
 """
 

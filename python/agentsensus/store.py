@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _core, judges
 from .batch_keys import BatchKey, batch_digest, check_batch_key, recorded_result
-from .deposit_passes import Passes, acall_judge, call_judge
+from .deposit_passes import GuessModel, Passes, acall_judge, call_judge
 from .deposit_plan import BatchPlanner, Item
 from .embedder_setting import no_embed_message, persisted_embed
 from .errors import ContentionError, Error
@@ -293,8 +293,8 @@ class Store:
                 engine, self.metric, self.candidates, self.min_similarity, self._policy, self.judge_sees_owners
             )
             planner.prepare(items)
-            if not per_item:  # an attempt after a conflict asks the judge afresh
-                yield from Passes().plan(planner, items)
+            if not per_item:  # an attempt after a conflict asks the judge afresh; the guesses learn on
+                yield from Passes(self.__dict__.setdefault("_guesses", GuessModel())).plan(planner, items)
             for n, item in enumerate(items if per_item else ()):
                 pending, committed = planner.begin(n, item)
                 verdicts: Sequence[Optional[int]] = []
@@ -578,31 +578,26 @@ class Store:
         when absent."""
         return history_of(self._handles().engine, _check_id(id))
 
-    def delete_all(self, owner: str, *, progress: Optional[Callable[[int, int], None]] = None) -> int:
+    def delete_all(self, owner: str) -> int:
         """``owner`` forgets every record it owns (``forget``, one commit
         each); returns how many. Records others own stay, without
-        ``owner``'s words. ``progress(done, total)`` is called after each."""
+        ``owner``'s words."""
         self._writable()
         owner = check_owner(owner, existing=True)
         ids = self.owned(owner)
-        for n, rid in enumerate(ids, 1):
+        for rid in ids:
             self.forget(owner, rid)
-            if progress is not None:
-                progress(n, len(ids))
         return len(ids)
 
-    def reset(self, *, progress: Optional[Callable[[int, int], None]] = None) -> int:
+    def reset(self) -> int:
         """Every owner forgets everything: the store is left with no
         records (its identity, dim, metric and Planfence lineage stay);
-        returns how many records there were. One commit per (owner, record);
-        ``progress(records gone, records at the start)`` after each owner."""
+        returns how many records there were. One commit per (owner, record)."""
         self._writable()
         n = self.stats().records
         for owner in list(self._handles().engine.owner_names()):
             if self.owned(owner):
                 self.delete_all(owner)
-                if progress is not None:
-                    progress(n - self.stats().records, n)
         return n
 
     def stats(self) -> Stats:

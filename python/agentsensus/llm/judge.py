@@ -1,6 +1,7 @@
 """The LLM equivalence judge: ``judges.llm(model, base_url=None, api_key=None, ...)``.
 
-One prompt per deposit covers all of its requests. The model must answer
+One prompt per call covers all of its requests (one deposit's, or those of a
+pass of ``deposit_many``, several deposits'). The model must answer
 with one JSON object, ``{"verdicts": [{"request": 0, "match": 12}, ...]}``,
 one verdict per request, each ``match`` either ``null`` or the id of one of
 that request's candidates. Anything else (not JSON, a verdict missing, an id
