@@ -20,9 +20,11 @@ def pickle_by_value(module_name: str) -> None:
 @pytest.fixture(scope="module")
 def cluster(request) -> Iterator[object]:
     """A cluster of the nodes the module asks for (``NODES``: each node's
-    custom resources; one plain node by default)."""
+    custom resources; one plain node by default; ``SYSTEM_CONFIG``: Ray's
+    system config, e.g. tuned health checks)."""
     from agentsensus.ray import local_cluster
 
     nodes = getattr(request.module, "NODES", [{}])
-    with local_cluster(nodes, num_cpus=1, object_store_memory=100 << 20) as c:
+    config = getattr(request.module, "SYSTEM_CONFIG", None)
+    with local_cluster(nodes, num_cpus=1, object_store_memory=100 << 20, system_config=config) as c:
         yield c

@@ -11,7 +11,8 @@ their one-line message, not wrapped in Ray's traceback; a dead actor raises
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
+import time
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
@@ -19,7 +20,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from ..errors import Error
 from ..records import Deposit, Memory, Merge, Stats
 
-__all__ = ["RemoteStore", "RemoteFence", "unwrap"]
+__all__ = ["RemoteStore", "RemoteFence", "unwrap", "resend_while_down"]
 
 
 def unwrap(ref: Any, what: str, timeout: Optional[float] = None) -> Any:
@@ -58,6 +59,22 @@ def _actor_died(e: Error) -> bool:
     return _DIED in str(e)
 
 
+def resend_while_down(call: Callable[[], Any], seconds: float) -> Any:
+    """``call()``, called again while it fails because its actor is dead or
+    restarting, for at most ``seconds`` (waits 0.1 s, doubling to 2 s, between
+    tries). Only for calls that are safe to repeat (keyed batches)."""
+    deadline = time.monotonic() + seconds
+    wait = 0.1
+    while True:
+        try:
+            return call()
+        except Error as e:
+            if not _actor_died(e) or time.monotonic() + wait > deadline:
+                raise
+        time.sleep(wait)
+        wait = min(2 * wait, 2.0)
+
+
 def _died(e: BaseException, what: str) -> Error:
     """An actor that died in ``__init__`` (a bad option, a store that would
     not open) says why in the last line of Ray's report: keep that line."""
@@ -79,15 +96,16 @@ class RemoteStore:
     Judges: ``deposit(..., judge=f)`` sends ``f`` (pickled) to run in the
     actor; without one, the judge given to ``StoreActor.remote`` runs.
     ``timeout``: seconds to wait for each call, ``None`` for no limit.
-    ``retries``: how often a ``deposit_many`` with a ``batch_key`` is sent
-    again when the actor died under it (writes without a key never are)."""
+    ``retry_for``: for how many seconds a ``deposit_many`` with a
+    ``batch_key`` is sent again while the actor is dead or restarting
+    (writes without a key never are)."""
 
-    def __init__(self, actor: Any, *, timeout: Optional[float] = None, retries: int = 3) -> None:
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ValueError(f"retries must be an int >= 0, got {retries!r}")
+    def __init__(self, actor: Any, *, timeout: Optional[float] = None, retry_for: float = 120.0) -> None:
+        if isinstance(retry_for, bool) or not isinstance(retry_for, (int, float)) or not 0 <= retry_for < 1e6:
+            raise ValueError(f"retry_for must be a number of seconds >= 0, got {retry_for!r}")
         self.actor = actor
         self.timeout = timeout
-        self.retries = retries
+        self.retry_for = float(retry_for)
         self._closed = False
         info = unwrap(actor.info.remote(), "the store actor", timeout)
         self.path: str = info["path"]
@@ -98,11 +116,11 @@ class RemoteStore:
         self.min_similarity: float = info["min_similarity"]
 
     def __reduce__(self) -> Any:
-        return (RemoteStore, (self.actor,), {"timeout": self.timeout, "retries": self.retries})
+        return (RemoteStore, (self.actor,), {"timeout": self.timeout, "retry_for": self.retry_for})
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
         self.timeout = state["timeout"]
-        self.retries = state.get("retries", 3)
+        self.retry_for = state.get("retry_for", 120.0)
 
     def __repr__(self) -> str:
         return f"RemoteStore({self.path!r}, {'closed' if self._closed else f'dim={self.dim}'})"
@@ -163,18 +181,14 @@ class RemoteStore:
         """``Store.deposit_many`` in the actor: one transaction there. With
         ``batch_key`` the batch is deposited exactly once, so a call the
         actor's death cut off is sent again to the restarted actor (up to
-        ``retries`` times): it deposits the batch if the first call did not
+        ``retry_for`` seconds): it deposits the batch if the first call did not
         commit, and returns the first result if it did."""
         batch = list(items)
         if batch_key is None:
             return self._call("deposit_many", batch, round, judge, None, judge_per_item)  # type: ignore[no-any-return]
-        for attempt in range(self.retries + 1):
-            try:
-                return self._call("deposit_many", batch, round, judge, batch_key, judge_per_item)  # type: ignore[no-any-return]
-            except Error as e:
-                if attempt == self.retries or not _actor_died(e):
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        return resend_while_down(  # type: ignore[no-any-return]
+            lambda: self._call("deposit_many", batch, round, judge, batch_key, judge_per_item), self.retry_for
+        )
 
     async def adeposit(
         self, owner: str, statements: Sequence[str], vectors: Any = None, *, round: int = 0, judge: Any = None

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from ..errors import Error
 from ..records import Deposit, Memory, Merge, Stats
-from .remote_store import _actor_died, unwrap
+from .remote_store import resend_while_down, unwrap
 
 __all__ = ["ShardedStore", "place_shard"]
 
@@ -137,7 +137,7 @@ class ShardedStore:
         round: int = 0,
         judge: Any = None,
         batch_key: Optional[str] = None,
-        retries: int = 3,
+        retry_for: float = 120.0,
         judge_per_item: bool = False,
     ) -> list[Deposit]:
         """A round of deposits: each shard gets its items as one
@@ -145,7 +145,7 @@ class ShardedStore:
         and the shards run concurrently. Results in the order of ``items``.
         ``batch_key``: each shard's part is deposited exactly once (under
         ``KEY#shard``), and a part whose shard died under the call is sent
-        again (up to ``retries`` times), so a retried batch completes the
+        again (for up to ``retry_for`` seconds), so a retried batch completes the
         shards it missed and repeats none."""
         batch = list(items)
         if places is not None and len(places) != len(batch):
@@ -166,14 +166,12 @@ class ShardedStore:
         refs = [send(s) for s in order]
         results: list[Any] = []
         for s, ref in zip(order, refs):
-            for attempt in range(retries + 1):
-                try:
-                    results.append(unwrap(ref, f"shard {s} of the store", self.timeout))
-                    break
-                except Error as e:
-                    if batch_key is None or attempt == retries or not _actor_died(e):
-                        raise
-                    ref = send(s)
+            first = [ref]  # the call already sent; a resend makes a new one
+
+            def get(s: int = s, first: list[Any] = first) -> Any:
+                return unwrap(first.pop() if first else send(s), f"shard {s} of the store", self.timeout)
+
+            results.append(get() if batch_key is None else resend_while_down(get, retry_for))
         out: list[Optional[Deposit]] = [None] * len(batch)
         for s, deposits in zip(order, results):
             for n, d in zip(parts[s], deposits):
