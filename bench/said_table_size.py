@@ -38,7 +38,8 @@ def main() -> None:
     base = rng.standard_normal((a.events, a.dim)).astype(np.float32)
     with tempfile.TemporaryDirectory(prefix="said-size-") as d:
         path = os.path.join(d, "s")
-        with Store(path, dim=a.dim, sync=False, min_similarity=0.9) as s:
+        # lexical_candidates=0: the judge merges into the first candidate, which must be the nearest vector
+        with Store(path, dim=a.dim, sync=False, min_similarity=0.9, lexical_candidates=0) as s:
             for o in range(a.owners):
                 items = [
                     (

@@ -179,7 +179,8 @@ def test_expansion_search_is_validated_and_a_wide_search_finds_the_exact_candida
     probes /= np.linalg.norm(probes, axis=1, keepdims=True)
     # The width is an option of the open, not of the file: a search as wide as
     # the store is exhaustive, so the judge sees the exact 8 nearest.
-    with Store(path, expansion_search=2048, judge=judge, candidates=8, min_similarity=-1.0) as s:
+    # Vector candidates only: the lexical ones would add the probes that share the word "probe".
+    with Store(path, expansion_search=2048, judge=judge, candidates=8, min_similarity=-1.0, lexical_candidates=0) as s:
         for i, p in enumerate(probes):
             s.deposit("prober", [f"probe {i}"], p[None])
     # Each probe becomes record 2001 + i, a candidate for the probes after it.

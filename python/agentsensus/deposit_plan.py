@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .judges import JudgeRequest
+from .lexical_plan import LexicalCandidates
 from .policies import MergePolicy
 from .records import Memory
 from .validation import MAX_OWNERS_PER_RECORD, MAX_STATEMENT_BYTES
@@ -90,8 +91,10 @@ class BatchPlanner:
         min_similarity: float,
         policy: MergePolicy,
         judge_sees_owners: bool = False,
+        lexical_candidates: int = 0,
     ):
         self.engine = engine
+        self.lexical_k = lexical_candidates  # lexical_plan.py: BM25 candidates added to the vector ones
         self.judge_sees_owners = judge_sees_owners  # else candidates go to the judge with empty owner sets
         self.metric = metric  # kept for callers; the engine's kernels apply it
         self.k = candidates
@@ -132,15 +135,23 @@ class BatchPlanner:
 
     # -- views of records as staged ------------------------------------------
 
-    def _memory(self, rid: int, committed: dict[int, tuple[str, tuple[str, ...], int]], score: float) -> Memory:
+    def _memory(
+        self,
+        rid: int,
+        committed: dict[int, tuple[str, tuple[str, ...], int]],
+        score: float,
+        lexical: Optional[float] = None,
+    ) -> Memory:
         if rid < 0:
             s = self.new[-rid - 1]
         elif rid in self.existing:
             s = self.existing[rid]
         else:
             text, owners, rnd = committed[rid]
-            return Memory(rid, text, frozenset(owners), rnd, float(score), "candidate")
-        return Memory(rid, s.text, frozenset(s.owners), s.round, float(score), "candidate")
+            s = _Staged(text, set(owners), rnd)
+        # Owner sets reach the judge only when the store says so (else empty).
+        owners = frozenset(s.owners) if self.judge_sees_owners else frozenset()
+        return Memory(rid, s.text, owners, s.round, float(score), "candidate", lexical_score=lexical)
 
     def _staged(self, rid: int, committed: dict[int, tuple[str, tuple[str, ...], int]]) -> _Staged:
         if rid < 0:
@@ -184,6 +195,7 @@ class BatchPlanner:
         cand_ids, cand_scores, committed = self._ids, self._scores, self._committed
         pend = _Pending(item, self.engine.prepare_vectors(item.vectors))
         staged_sims = self._similar_new_records(pend.kept_vectors)
+        lexical = LexicalCandidates.fetch(self, item, base, staged_sims)
         first_with_digest: dict[bytes, int] = {}
         for i, (text, digest) in enumerate(zip(item.statements, item.digests)):
             if digest in self.by_digest:
@@ -198,13 +210,15 @@ class BatchPlanner:
                 if staged_sims is not None:
                     hit = np.flatnonzero(staged_sims[i] >= self.min_similarity)
                     cands += [(float(staged_sims[i, j]), -(int(j) + 1)) for j in hit]
+                # ties in the order committed records would take: lower id first, the
+                # batch's new records after every committed one, in the order made
+                cands.sort(key=lambda c: (-c[0], c[1] if c[1] > 0 else (1 << 62) - c[1]))
+                cands = cands[: self.k]
+                lexical_scores: dict[int, float] = {}
+                if lexical is not None:
+                    cands, lexical_scores = lexical.union(i, cands, staged_sims)
                 if cands:
-                    # ties in the order committed records would take: lower id first, the
-                    # batch's new records after every committed one, in the order made
-                    cands.sort(key=lambda c: (-c[0], c[1] if c[1] > 0 else (1 << 62) - c[1]))
-                    mems = [self._memory(rid, committed, score) for score, rid in cands[: self.k]]
-                    if not self.judge_sees_owners:
-                        mems = [dataclasses.replace(m, owners=frozenset()) for m in mems]
+                    mems = [self._memory(rid, committed, score, lexical_scores.get(rid)) for score, rid in cands]
                     pend.kinds.append(("judge", len(pend.requests)))
                     pend.requests.append(JudgeRequest(text, item.owner, mems))
                 else:

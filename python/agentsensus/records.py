@@ -22,6 +22,11 @@ class Memory:
     ``get(id, owner=...)``; ``None`` when it gave none), ``created_at`` and
     ``updated_at`` the record's times as UTC datetimes (``None`` for records
     written before the store kept times).
+
+    ``lexical_score`` is the record's BM25 score for the statement or query
+    text (the lexical index: shared words, rarer ones weighing more; 0.0 when
+    no word is shared) on a deposit's candidates and on
+    ``recall(..., lexical=True)``; ``None`` elsewhere.
     """
 
     id: int
@@ -33,6 +38,7 @@ class Memory:
     metadata: Optional[dict[str, Any]] = field(default=None, hash=False)
     created_at: Optional[datetime.datetime] = None
     updated_at: Optional[datetime.datetime] = None
+    lexical_score: Optional[float] = None
 
 
 @dataclass(frozen=True)

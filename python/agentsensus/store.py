@@ -28,6 +28,7 @@ from .embedder_setting import no_embed_message, persisted_embed
 from .errors import ContentionError, Error
 from .forget_plan import plan_forget
 from .io.leftovers import remove_abandoned_imports
+from .lexical_recall import build_lexical_index, fused_recall
 from .normalize import text_digest
 from .policies import MergePolicy, resolve
 from .record_history import history_of
@@ -90,6 +91,14 @@ class Store:
     docs/performance.md gives recall@5 against width at 1M records), and
     ``judge_sees_owners`` (``False``: the judge's candidates come with empty
     owner sets; ``True`` shows it who owns each).
+
+    ``lexical_candidates`` (default 8; 0 turns them off) adds to each
+    statement's vector candidates the records the lexical index (BM25 over
+    the records' words) ranks highest for it, so the judge also sees a true
+    record whose vector a witness's frame pushed below ``min_similarity``.
+    It is a setting of the open, like ``candidates``, not kept in the store;
+    the index itself is always kept. A writable open of a store made before
+    the index builds it first (progress on stderr for a large store).
     """
 
     def __init__(
@@ -101,6 +110,7 @@ class Store:
         judge: Optional[JudgeFn] = None,
         embed: Optional[Embed] = None,
         candidates: int = 8,
+        lexical_candidates: int = 8,
         min_similarity: float = 0.75,
         create: bool = True,
         readonly: bool = False,
@@ -132,6 +142,8 @@ class Store:
             raise ValueError(f"embed.dim={getattr(embed, 'dim')} does not match dim={dim}")  # noqa: B009
         if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 0:
             raise ValueError(f"candidates must be an int >= 0, got {candidates!r}")
+        if isinstance(lexical_candidates, bool) or not isinstance(lexical_candidates, int) or lexical_candidates < 0:
+            raise ValueError(f"lexical_candidates must be an int >= 0, got {lexical_candidates!r}")
         if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)):
             raise TypeError(f"min_similarity must be a number, got {type(min_similarity).__name__}")
         if isinstance(exact_cutoff, bool) or not isinstance(exact_cutoff, int) or exact_cutoff < 0:
@@ -193,6 +205,9 @@ class Store:
         self._lineage = _core.Lineage(
             self._engine
         )  # Planfence tables: opened before any other thread can use the store
+        self.lexical_candidates = lexical_candidates
+        if not readonly and not self._engine.lexical_built:
+            build_lexical_index(self._engine, self.path)  # a store from before the index, once
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -290,7 +305,13 @@ class Store:
             if batch is not None and (done := recorded_result(engine, batch)) is not None:
                 return done
             planner = BatchPlanner(
-                engine, self.metric, self.candidates, self.min_similarity, self._policy, self.judge_sees_owners
+                engine,
+                self.metric,
+                self.candidates,
+                self.min_similarity,
+                self._policy,
+                self.judge_sees_owners,
+                lexical_candidates=self.lexical_candidates,
             )
             planner.prepare(items)
             if not per_item:  # an attempt after a conflict asks the judge afresh; the guesses learn on
@@ -464,6 +485,7 @@ class Store:
         expand: bool = True,
         where: Optional[dict[str, Any]] = None,
         threshold: Optional[float] = None,
+        lexical: bool = False,
     ) -> list[Memory]:
         """The ``k`` records ``owner`` owns that are most similar to ``query``
         (a vector, or a str when the store has ``embed``), then, with
@@ -475,10 +497,17 @@ class Store:
         equality, ``$in``, ``$gte``/``$lte``/``$gt``/``$lt``; see
         :mod:`agentsensus.record_meta`): the engine filters inside its
         candidate scan, so the hits are the k best that pass. ``threshold``
-        drops hits scoring below it (and what only they would expand to)."""
+        drops hits scoring below it (and what only they would expand to).
+
+        ``lexical=True`` (``query`` a str) ranks the owner's records both by
+        vector and by the lexical index and fuses the two rankings
+        (reciprocal rank fusion); each hit carries its ``lexical_score``. It
+        takes no ``where`` or ``threshold``."""
         engine = self._handles().engine
         owner = check_owner(owner, existing=True)
         k = check_k(k)
+        if lexical:
+            return fused_recall(self, engine, owner, query, k, bool(expand), where, threshold)
         if isinstance(query, str):
             if self.embed is None:
                 raise TypeError("query is a str, but " + no_embed_message(self.embedder_name, "pass a vector"))

@@ -1,0 +1,99 @@
+"""A deposit's lexical candidates: the records the store's lexical index
+(BM25 over the records' words, cpp/lexical_index.hpp) ranks highest for a
+statement, added to its vector candidates before the judge sees them.
+
+A witness's frame ("I heard Horatio say ...") can outweigh the content in
+the vector, so the true record of an event may sit below ``min_similarity``
+or outside the vector top ``candidates``; the words it shares with the
+statement still find it. Each statement's candidates are its vector
+candidates (best first by cosine) and then, once each, its lexical top
+``lexical_candidates`` that the vector search did not find (best first by
+BM25); every candidate carries both scores.
+
+Within one batch the engine ranks against the store as the batch's earlier
+items leave it (their new records and changed texts: the overlay), so each
+item of a batch is ranked as depositing the items one by one would rank it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .deposit_plan import BatchPlanner, Item
+
+__all__ = ["LexicalCandidates"]
+
+# (score, record id): a candidate as the planner ranks it
+Cand = tuple[float, int]
+
+
+class LexicalCandidates:
+    """One item's lexical hits, fetched before its candidates are built."""
+
+    def __init__(self, hits: list[list[tuple[int, float, float]]], also: list[dict[int, float]]) -> None:
+        self._hits = hits  # per statement: (id, bm25, cosine), best first
+        self._also = also  # per statement: the bm25 of its vector candidates
+
+    @classmethod
+    def fetch(
+        cls, planner: "BatchPlanner", item: "Item", base: int, staged_sims: Optional[Any], scope: str = ""
+    ) -> Optional["LexicalCandidates"]:
+        """The engine's lexical top ``planner.lexical_k`` for each statement
+        of the item (prepare's base is its first statement), as the batch so
+        far leaves the store; None when lexical candidates are off. Rows of
+        committed hits that prepare's snapshot lacked join the planner's
+        committed records."""
+        k = getattr(planner, "lexical_k", 0)
+        if k <= 0:
+            return None
+        n = len(item.statements)
+        # Only statements that will meet candidates: not exact duplicates of a record or of the batch's.
+        need = [i for i in range(n) if item.digests[i] not in planner.by_digest and not planner._exact[base + i]]
+        hits: list[list[tuple[int, float, float]]] = [[] for _ in range(n)]
+        also_of: list[dict[int, float]] = [{} for _ in range(n)]
+        if not need:
+            return cls(hits, also_of)
+        offsets = planner._offsets[base : base + n + 1]
+        vector: list[list[int]] = []
+        for i in need:
+            ids = [int(x) for x in planner._ids[offsets[i] : offsets[i + 1]]]
+            if staged_sims is not None:
+                ids += [-(int(j) + 1) for j in np.flatnonzero(staged_sims[i] >= planner.min_similarity)]
+            vector.append(ids)
+        committed = planner._committed
+        # (id, text, may be a hit): the batch's new records of other scopes count in the statistics only,
+        # as they would once committed
+        overlay = [(rid, s.text, True) for rid, s in planner.existing.items() if s.text != committed[rid][0]]
+        overlay += [(-(j + 1), s.text, s.scope == scope) for j, s in enumerate(planner.new)]
+        # A later pass replans an item on the same staged state: the same question, asked once per attempt.
+        cache = planner.__dict__.setdefault("_lexical_cache", {})
+        key = (base, scope, tuple(overlay), tuple(tuple(v) for v in vector))
+        if key not in cache:
+            cache[key] = planner.engine.lexical(
+                item.vectors[need], [item.statements[i] for i in need], k, overlay, vector, scope
+            )
+        offs, ids_, scores, sims, also, records = cache[key]
+        for rid, row in records.items():
+            committed.setdefault(rid, row)
+        for q, i in enumerate(need):
+            hits[i] = [(int(ids_[j]), float(scores[j]), float(sims[j])) for j in range(offs[q], offs[q + 1])]
+            also_of[i] = dict(zip(vector[q], (float(x) for x in also[q])))
+        return cls(hits, also_of)
+
+    def union(self, i: int, cands: list[Cand], staged_sims: Optional[Any]) -> tuple[list[Cand], dict[int, float]]:
+        """Statement i's vector candidates, then its lexical hits not among
+        them; and every candidate's BM25 score. A staged hit's cosine comes
+        from staged_sims (the engine's kernel, as for the vector ones)."""
+        lexical = {rid: self._also[i].get(rid, 0.0) for _, rid in cands}
+        out = list(cands)
+        for rid, bm25, cos in self._hits[i]:
+            if rid not in lexical:
+                if rid < 0:
+                    cos = float(staged_sims[i, -rid - 1]) if staged_sims is not None else math.nan
+                out.append((cos, rid))
+            lexical[rid] = bm25
+        return out, lexical

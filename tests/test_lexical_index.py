@@ -1,0 +1,281 @@
+"""The lexical index (lex_postings, I18) on real stores: the judge sees a
+candidate only its words find; verify, repair, compact, export/import,
+forget and the upgrade of a store from before the index keep it equal to
+the words of the live records."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+
+import lmdb
+import numpy as np
+import pytest
+from agentsensus import Store
+from agentsensus.compact import compact
+from agentsensus.errors import Error
+from agentsensus.export import export_jsonl
+from agentsensus.importer import import_jsonl
+from helpers import DIM, RecordingJudge, unit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# Two vectors at right angles: no vector search at min_similarity 0.5 pairs them.
+A = np.eye(DIM, dtype=np.float32)[0]
+B = np.eye(DIM, dtype=np.float32)[1]
+STORED = "Polonius hides behind the arras in the queen's closet"
+HEARD = "I heard Horatio say that Polonius hides behind the arras"
+
+
+def words(text: str) -> list[bytes]:
+    """The engine's word rules (cpp/lexical_index.hpp), written again: runs of
+    ASCII letters and digits and of non-ASCII bytes, at least 2 bytes,
+    ASCII lowercased, cut at 64 bytes."""
+    runs = re.findall(rb"[A-Za-z0-9\x80-\xff]+", text.encode("utf-8"))
+    return [r.lower()[:64] for r in runs if len(r) >= 2]
+
+
+def postings(path: str) -> set[tuple[bytes, int, int, int]]:
+    """Every (word, record, count, length) in a closed store's lex_postings."""
+    env = lmdb.open(path, readonly=True, lock=False, max_dbs=64)
+    db = env.open_db(b"lex_postings", create=False, dupsort=True, dupfixed=True)
+    out = set()
+    with env.begin() as t:
+        for k, v in t.cursor(db):
+            out.add(
+                (
+                    bytes(k),
+                    int.from_bytes(v[:8], "big"),
+                    int.from_bytes(v[8:12], "little"),
+                    int.from_bytes(v[12:16], "little"),
+                )
+            )
+    env.close()
+    return out
+
+
+def expected_postings(texts: dict[int, str]) -> set[tuple[bytes, int, int, int]]:
+    out = set()
+    for rid, text in texts.items():
+        ws = words(text)
+        for w in set(ws):
+            out.add((w, rid, ws.count(w), len(ws)))
+    return out
+
+
+def with_table(path: str, fn, table: bytes = b"lex_postings") -> None:
+    env = lmdb.open(path, max_dbs=64)
+    db = env.open_db(table, create=False, dupsort=table == b"lex_postings", dupfixed=table == b"lex_postings")
+    with env.begin(write=True, db=db) as t:
+        fn(t, db)
+    env.close()
+
+
+def store_with_one(path: str, **kw) -> Store:
+    s = Store(path, dim=DIM, min_similarity=0.5, **kw)
+    s.deposit("a", [STORED], A[None])
+    return s
+
+
+def test_a_candidate_only_its_words_find_reaches_the_judge_with_both_scores(tmp_path):
+    judge = RecordingJudge(lambda stmt, cand: "Polonius" in stmt and "Polonius" in cand)
+    with store_with_one(str(tmp_path / "s"), judge=judge) as s:
+        d = s.deposit("b", [HEARD], B[None])
+        assert d.merged == [True] and d.ids == [1]
+        (req,) = judge.calls[0]
+        (cand,) = req.candidates
+        assert cand.id == 1 and cand.score == pytest.approx(float(A @ B)) and cand.lexical_score > 0
+        assert s.get(1).owners == {"a", "b"}
+
+
+def test_vector_candidates_carry_their_lexical_score_and_come_first(tmp_path):
+    judge = RecordingJudge()
+    with Store(str(tmp_path / "s"), dim=DIM, min_similarity=0.5, judge=judge) as s:
+        s.deposit("a", ["the arras hides Polonius", "a ghost walks the battlements"], np.stack([A, B]))
+        s.deposit("b", ["a ghost on the battlements at night"], A[None])  # near record 1's vector only
+        (req,) = judge.calls[0]
+        assert [c.id for c in req.candidates] == [1, 2]  # the vector one, then the lexical one
+        assert req.candidates[0].score == pytest.approx(1.0) and req.candidates[0].lexical_score > 0  # "the"
+        assert req.candidates[1].lexical_score > req.candidates[0].lexical_score
+
+
+def test_lexical_candidates_0_turns_them_off(tmp_path):
+    judge = RecordingJudge(lambda a, b: True)
+    with store_with_one(str(tmp_path / "s"), judge=judge, lexical_candidates=0) as s:
+        assert s.deposit("b", [HEARD], B[None]).merged == [False]
+        assert judge.calls == []
+
+
+def test_bad_lexical_candidates_is_refused_with_nothing_written(tmp_path):
+    for bad in (-1, 1.5, True, "8"):
+        with pytest.raises(ValueError, match="lexical_candidates must be an int >= 0"):
+            Store(str(tmp_path / "s"), dim=DIM, lexical_candidates=bad)
+    assert not os.path.exists(tmp_path / "s")
+
+
+def test_verify_reports_a_damaged_posting_and_repair_rebuilds_it(tmp_path):
+    path = str(tmp_path / "s")
+    store_with_one(path).close()
+
+    def damage(t, db):
+        c = t.cursor(db)
+        assert c.set_key(b"polonius")
+        v = bytearray(c.value())
+        v[8] ^= 0x7F  # the word's count
+        c.delete()
+        t.put(b"polonius", bytes(v), db=db)
+
+    with_table(path, damage)
+    judge = RecordingJudge(lambda a, b: True)
+    with Store(path, min_similarity=0.5, judge=judge) as s:
+        problems = s.verify()
+        assert any("lacks its lexical posting for 'polonius'" in p for p in problems), problems
+        s.repair()
+        assert s.verify() == []
+        assert s.deposit("b", [HEARD], B[None]).ids == [1]
+    assert postings(path) == expected_postings({1: STORED})
+
+
+def test_verify_reports_a_stray_posting(tmp_path):
+    path = str(tmp_path / "s")
+    store_with_one(path).close()
+    with_table(path, lambda t, db: t.put(b"ghost", (99).to_bytes(8, "big") + b"\x01\0\0\0\x05\0\0\0", db=db))
+    with Store(path) as s:
+        problems = s.verify()
+        assert any("'ghost' is damaged or names no live record" in p for p in problems), problems
+        n = len(set(words(STORED)))
+        assert any(f"holds {n + 1} postings for {n} words" in p for p in problems), problems
+
+
+def test_merge_and_forget_keep_the_postings_equal_to_the_texts(tmp_path):
+    path = str(tmp_path / "s")
+    with store_with_one(path, judge=RecordingJudge(lambda a, b: True)) as s:
+        s.deposit("b", ["Polonius hides behind the arras"], B[None])  # shorter: the record takes it
+        assert s.get(1).text == "Polonius hides behind the arras"
+        s.deposit("c", ["Ophelia drowns in the brook"], unit(7)[None], judge=RecordingJudge())
+        s.forget("c", 2)  # its only owner: the record goes, with its postings
+        assert s.verify() == []
+        texts = {m.id: m.text for m in s.records()}
+    assert texts == {1: "Polonius hides behind the arras"}
+    assert postings(path) == expected_postings(texts)
+
+
+def test_compact_keeps_the_index(tmp_path):
+    path = str(tmp_path / "s")
+    store_with_one(path).close()
+    before = postings(path)
+    compact(path)
+    assert postings(path) == before
+    judge = RecordingJudge(lambda a, b: True)
+    with Store(path, min_similarity=0.5, judge=judge) as s:
+        assert s.verify() == []
+        assert s.deposit("b", [HEARD], B[None]).merged == [True]
+
+
+def test_import_builds_the_index_as_it_loads(tmp_path):
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    with store_with_one(src) as s:
+        s.deposit("c", ["Laertes returns from France"], unit(3)[None])
+        out = io.StringIO()
+        export_jsonl(s, out)
+    import_jsonl(io.StringIO(out.getvalue()), dst)
+    assert postings(dst) == postings(src)
+    judge = RecordingJudge(lambda a, b: "Polonius" in a and "Polonius" in b)
+    with Store(dst, min_similarity=0.5, judge=judge) as s:
+        assert s.verify() == []
+        assert s.deposit("b", [HEARD], B[None]).ids == [1]
+
+
+def test_a_store_from_before_the_index_gains_it_on_a_writable_open(tmp_path):
+    path = str(tmp_path / "s")
+    store_with_one(path).close()
+    env = lmdb.open(path, max_dbs=64)  # as schema 2 left it: no table, no meta keys
+    with env.begin(write=True) as t:
+        t.drop(env.open_db(b"lex_postings", txn=t, create=False), delete=True)
+        meta = env.open_db(b"meta", txn=t, create=False)
+        t.delete(b"lexical", db=meta)
+        t.delete(b"lex_words", db=meta)
+    env.close()
+    with Store(path, readonly=True, embed=lambda ts: np.stack([A] * len(ts))) as s:  # no index to read, none made
+        assert s.verify() == []
+        assert [m.id for m in s.recall("a", "arras")] == [1]
+        with pytest.raises(Error, match="no lexical index yet"):
+            s.recall("a", "arras", lexical=True)
+    judge = RecordingJudge(lambda a, b: True)
+    with Store(path, min_similarity=0.5, judge=judge) as s:
+        assert s.verify() == []
+        assert s.deposit("b", [HEARD], B[None]).merged == [True]
+    assert postings(path) == expected_postings({1: STORED})
+
+
+def test_recall_lexical_fuses_the_two_rankings(tmp_path):
+    texts = ["Polonius hides behind an arras", "Ophelia sings of rosemary", "a ghost walks at midnight"]
+
+    def embed(ts):  # one vector for every text: the vector ranking is by id alone
+        return np.stack([A] * len(ts))
+
+    embed.dim = DIM  # type: ignore[attr-defined]
+    with Store(str(tmp_path / "s"), embed=embed, judge=RecordingJudge(), lexical_candidates=0) as s:
+        for t in texts:
+            s.deposit("a", [t])
+        s.deposit("z", ["a ghost again, owned by another"])
+        assert [m.id for m in s.recall("a", "where does a ghost walk", k=2, expand=False)] == [1, 2]
+        hits = s.recall("a", "where does a ghost walk", k=2, lexical=True, expand=False)
+        # record 3 is third by vector and first by words: 1/63 + 1/61 beats record 1's 1/61
+        assert [m.id for m in hits] == [3, 1]
+        assert hits[0].lexical_score > 0 and hits[1].lexical_score == 0.0
+        assert hits[0].score == pytest.approx(1.0) and hits[0].via == "hit"
+        with pytest.raises(TypeError, match="needs the query as a str"):
+            s.recall("a", A, lexical=True)
+        with pytest.raises(ValueError, match="no where= or threshold="):
+            s.recall("a", "ghost", lexical=True, threshold=0.5)
+
+
+# Every text is made of these words, so merges and forgets keep hitting the same postings.
+VOCAB = ["Polonius", "arras", "ghost", "the", "of", "Ophelia", "brook", "x", "König", "duel", "sword"]
+sentences = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=6).map(" ".join)
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("deposit"), st.sampled_from("abc"), st.lists(sentences, min_size=1, max_size=3)),
+        st.tuples(st.just("forget"), st.sampled_from("abc"), st.integers(0, 30)),
+        st.tuples(st.just("delete"), st.integers(0, 30)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=steps)
+def test_the_index_equals_one_rebuilt_from_the_live_records(tmp_path_factory, steps):
+    path = str(tmp_path_factory.mktemp("lex") / "s")
+
+    def judge(requests):  # merges into the first candidate sharing a word: texts change, postings follow
+        out = []
+        for r in requests:
+            mine = set(words(r.statement))
+            out.append(next((c.id for c in r.candidates if mine & set(words(c.text))), None))
+        return out
+
+    with Store(path, dim=DIM, min_similarity=0.9, judge=judge) as s:
+        seed = 0
+        for step in steps:
+            live = sorted(m.id for m in s.records())
+            if step[0] == "deposit":
+                _, owner, texts = step
+                seed += 1
+                vecs = np.stack([unit(seed * 10 + i) for i in range(len(texts))])
+                s.deposit(owner, texts, vecs)
+            elif step[0] == "forget" and live:
+                _, owner, n = step
+                rid = live[n % len(live)]
+                if owner in s.get(rid).owners:
+                    s.forget(owner, rid)
+            elif step[0] == "delete" and live:
+                rid = live[step[1] % len(live)]
+                for owner in sorted(s.get(rid).owners):
+                    s.forget(owner, rid)
+        texts = {m.id: m.text for m in s.records()}
+        assert s.verify() == []
+    assert postings(path) == expected_postings(texts)
