@@ -39,8 +39,8 @@ void bind_lexical(py::module_& m) {
     engine.def(
         "lexical",
         [](Engine& e, const F32& vectors, const std::vector<std::string>& texts, size_t k,
-           const std::vector<std::pair<int64_t, std::string>>& overlay, const std::vector<std::vector<int64_t>>& also,
-           const std::string& scope) {
+           const std::vector<std::tuple<int64_t, std::string, bool>>& overlay,
+           const std::vector<std::vector<int64_t>>& also, const std::string& scope) {
             auto u = e.use();
             Store& st = *u;
             const size_t n = texts.size();
@@ -49,7 +49,7 @@ void bind_lexical(py::module_& m) {
             std::vector<LexicalQuery> qs(n);
             for (size_t i = 0; i < n; ++i) qs[i] = LexicalQuery{texts[i], v + i * st.dim(), also[i]};
             std::vector<LexicalOverlay> ov;
-            for (const auto& [id, text] : overlay) ov.push_back(LexicalOverlay{id, text});
+            for (const auto& [id, text, hit] : overlay) ov.push_back(LexicalOverlay{id, text, hit});
             LexicalAnswer r;
             {
                 py::gil_scoped_release nogil;

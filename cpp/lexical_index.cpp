@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "bytes.hpp"
 #include "schema.hpp"
@@ -185,7 +186,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::string_view quer
     double docs = static_cast<double>(entries(txn, records_));
     double words = static_cast<double>(words_total(txn));
     std::unordered_map<int64_t, LexicalDoc> over;
-    std::vector<LexicalDoc> replaced;  // the stored texts overlay records replace
+    std::unordered_set<int64_t> no_hit;  // overlay records that are never hits
+    std::vector<LexicalDoc> replaced;    // the stored texts overlay records replace
     for (const LexicalOverlay& o : overlay) {
         if (over.count(o.id)) continue;
         LexicalDoc d = lexical_doc(o.text);
@@ -203,6 +205,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::string_view quer
             replaced.push_back(std::move(old));
         }
         over.emplace(o.id, std::move(d));
+        if (!o.hit) no_hit.insert(o.id);
     }
     if (docs <= 0) return {};
     const double avgdl = words > 0 ? words / docs : 1.0;
@@ -250,7 +253,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::string_view quer
     std::vector<LexicalHit> hits;
     hits.reserve(acc.size());
     for (const auto& [id, s] : acc)
-        if (s > 0 && (!keep || id < 0 || (*keep)(static_cast<uint64_t>(id))))
+        if (s > 0 && !no_hit.count(id) && (!keep || id < 0 || (*keep)(static_cast<uint64_t>(id))))
             hits.push_back(LexicalHit{id, static_cast<float>(s)});
     auto better = [](const LexicalHit& a, const LexicalHit& b) {
         return a.score > b.score || (a.score == b.score && tie_key(a.id) < tie_key(b.id));

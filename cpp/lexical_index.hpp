@@ -52,9 +52,12 @@ struct LexicalHit {
 // deposit of the batch ranks as it would after the earlier ones committed.
 // id > 0: a committed record whose text the batch changes; id < 0: the
 // (-id)-th record the batch creates (it ranks after every committed id).
+// hit: it may be a hit (false: it only counts in the statistics, as a new
+// record of another scope does).
 struct LexicalOverlay {
     int64_t id;
     std::string_view text;
+    bool hit = true;
 };
 
 class LexicalIndex {
