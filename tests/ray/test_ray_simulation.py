@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentsensus.sim.ray_runner import aggregate, parse_seeds, run_ray, sweep
+from agentsensus.sim.ray_runner import aggregate, parse_seeds, run_ray, sweep, whisker_chart
 from agentsensus.sim.runner import run
 from agentsensus.sim.simulate_cli import cli_main
 
@@ -78,6 +78,8 @@ def test_a_sweep_runs_each_seed_as_a_task_and_aggregates(cluster, tiny) -> None:
     sims = [r["backends"]["consensus"]["sim"] for r in result["runs"]]
     assert row["runs"] == 2 and row["sim entries"]["mean"] == pytest.approx(sum(sims) / 2)
     assert row["sim entries"]["min"] == min(sims) and row["sim entries"]["max"] == max(sims)
+    svg = whisker_chart(result, "sim entries")
+    assert svg.startswith("<svg") and svg.count("<circle") == 2  # the min and max ticks of the one world
 
 
 def test_aggregate_gives_mean_and_sample_sd() -> None:

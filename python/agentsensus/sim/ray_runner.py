@@ -16,8 +16,8 @@ same seed the results equal the local run's (``run`` with the consensus
 backend only and no extra runs).
 
 A sweep (``sweep``): every (world, seed) is a Ray task of its own with its own
-store, running the local ``run``; the report aggregates them per world,
-mean ± sd over the seeds.
+store, running the local ``run``; the report (sweep.json, sweep.html)
+aggregates them per world, mean ± sd over the seeds, with whiskers.
 """
 
 from __future__ import annotations
@@ -547,6 +547,60 @@ def summary_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def whisker_chart(result: dict[str, Any], metric: str, *, width: int = 480, height: int = 260) -> str:
+    """One bar per world: the mean of ``metric`` over its seeds, with a
+    whisker of ± one sd and the runs' min and max as ticks (an SVG element)."""
+    from html import escape
+
+    from .svg import PALETTE
+
+    rows = [(w, r[metric]) for w, r in result["summary"].items() if metric in r]
+    left, top, bottom, right = 60, 24, 40, 16
+    pw, ph = width - left - right, height - top - bottom
+    ymax = max((c["max"] for _, c in rows), default=1.0)
+    ymax = max(1.0, ymax * 1.1) if ymax > 0 else 1.0
+
+    def y(v: float) -> float:
+        return top + ph - ph * v / ymax
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(metric)}" font-family="system-ui, sans-serif" font-size="12">',
+        f'<text x="{left}" y="16">{escape(metric)}: mean ± sd over seeds (ticks: min, max)</text>',
+        f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>',
+        f'<text x="{left - 6}" y="{y(ymax) + 4:.1f}" text-anchor="end">{ymax:.3g}</text>',
+        f'<text x="{left - 6}" y="{top + ph + 4}" text-anchor="end">0</text>',
+    ]
+    gw = pw / max(len(rows), 1)
+    for i, (world, c) in enumerate(rows):
+        cx = left + gw * (i + 0.5)
+        lo, hi = max(0.0, c["mean"] - c["sd"]), c["mean"] + c["sd"]
+        out += [
+            f'<rect x="{cx - gw * 0.3:.1f}" y="{y(c["mean"]):.1f}" width="{gw * 0.6:.1f}" '
+            f'height="{top + ph - y(c["mean"]):.1f}" fill="{PALETTE[i % len(PALETTE)]}"/>',
+            f'<line x1="{cx:.1f}" y1="{y(lo):.1f}" x2="{cx:.1f}" y2="{y(hi):.1f}" stroke="#000" stroke-width="1.5"/>',
+        ]
+        for v in (lo, hi):
+            out.append(f'<line x1="{cx - 6:.1f}" y1="{y(v):.1f}" x2="{cx + 6:.1f}" y2="{y(v):.1f}" stroke="#000"/>')
+        for v in (c["min"], c["max"]):
+            out.append(f'<circle cx="{cx:.1f}" cy="{y(v):.1f}" r="2.5" fill="#000"/>')
+        out.append(f'<text x="{cx:.1f}" y="{top + ph + 16}" text-anchor="middle">{escape(world[:28])}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def sweep_html(result: dict[str, Any]) -> str:
+    """The sweep's report: the summary table and one whisker chart per metric."""
+    from html import escape
+
+    charts = "\n".join(whisker_chart(result, name) for name, _ in SWEEP_METRICS)
+    return (
+        "<!doctype html><meta charset='utf-8'><title>agentsensus sweep</title>"
+        f"<h1>Sweep: {len(result['runs'])} runs, {result['rounds']} rounds each</h1>"
+        f"<pre>{escape(summary_table(result))}</pre>\n{charts}\n"
+    )
+
+
 def cli_run(args: Any) -> int:
     """``agentsensus simulate --ray ...`` (simulate_cli parses the flags)."""
     worlds = [w.strip() for w in (args.worlds or args.world).split(",") if w.strip()]
@@ -564,9 +618,10 @@ def cli_run(args: Any) -> int:
             )
             out.mkdir(parents=True, exist_ok=True)
             (out / "sweep.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+            (out / "sweep.html").write_text(sweep_html(result), encoding="utf-8")
             if not args.quiet:
                 print(summary_table(result))
-                print(f"wrote {out / 'sweep.json'}", file=sys.stderr)
+                print(f"wrote {out / 'sweep.json'} and {out / 'sweep.html'}", file=sys.stderr)
             return 0
         run = run_ray(
             worlds[0],
