@@ -95,6 +95,14 @@ def test_read_cost_times_the_installed_build(data: Path, tmp_path: Path) -> None
     assert reads == ["get x2000", "recall a7 x200", "recall tenth x200", "recall all x200", "records()", "owned x200"]
 
 
+def test_round_passes_tiny(data: Path, tmp_path: Path) -> None:
+    args = ["--deposits", "8", "--rounds", "1", "--prior", "1", "--sleep", "0.001"]
+    out = run([str(BENCH / "round_passes.py"), *args], data, tmp_path).stdout
+    rows = [line.split("|")[1].strip() for line in out.splitlines() if line.startswith("| ") and "mode" not in line]
+    assert rows == ["deposits", "per item", "passes", "passes, async"]
+    assert "stores identical across modes: yes" in out
+
+
 def test_crash_soak_two_trials(data: Path, tmp_path: Path) -> None:
     out = tmp_path / "soak.json"
     run([str(BENCH / "crash_soak.py"), "--trials", "2", "--max-ops", "30", "--out", str(out)], data, tmp_path)
