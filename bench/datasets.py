@@ -39,7 +39,24 @@ def vectors(n: int, seed: int, dim: int = DIM) -> np.ndarray:
 CLUSTERS = 2_000
 RECORD_NOISE = 0.75
 QUERY_NOISE = 0.5
-CORPUS_KIND = "clustered"  # part of cached file names: stores of another corpus are not reused
+
+
+# The corpus kinds: (topic centres, record noise, query noise). "hard" has
+# few, tight topics (200 centres, noise 0.35: two records of a topic are
+# about 0.89 similar), so a query near a record has hundreds of near-ties and
+# a graph search that stops early misses some of the exact top k.
+KINDS: dict[str, tuple[int, float, float]] = {
+    "clustered": (CLUSTERS, RECORD_NOISE, QUERY_NOISE),
+    "hard": (200, 0.35, 0.35),
+}
+# Part of cached file names, with the kind: stores of another corpus are not
+# reused ("2": the "half" owner was added to corpus_owners).
+CORPUS_KIND = "clustered2"
+
+
+def corpus_tag(kind: str = "clustered") -> str:
+    """The name cached files of a corpus kind carry."""
+    return CORPUS_KIND if kind == "clustered" else f"{kind}2"
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -54,24 +71,25 @@ def _noise(rng: np.random.Generator, n: int, norm: float, dim: int) -> np.ndarra
 CORPUS_CHUNK = 10_000  # rows of the corpus generated from one seed
 
 
-def corpus_chunk(start: int, stop: int, seed: int = 0, dim: int = DIM) -> np.ndarray:
-    """Rows start..stop of the clustered corpus (start a multiple of
+def corpus_chunk(start: int, stop: int, seed: int = 0, dim: int = DIM, kind: str = "clustered") -> np.ndarray:
+    """Rows start..stop of the corpus of that kind (start a multiple of
     CORPUS_CHUNK, at most one chunk): what corpus(n)[start:stop] holds, made
     without the rest, so a 1M corpus never has to sit in memory."""
     assert start % CORPUS_CHUNK == 0 and 0 < stop - start <= CORPUS_CHUNK
-    centres = vectors(CLUSTERS, seed=seed * 1_000_003 + 777, dim=dim)
+    clusters, record_noise, _ = KINDS[kind]
+    centres = vectors(clusters, seed=seed * 1_000_003 + 777, dim=dim)
     rng = np.random.default_rng([seed, start])
     m = stop - start
-    topic = rng.integers(0, CLUSTERS, m)
-    return _unit(centres[topic] + _noise(rng, m, RECORD_NOISE, dim))
+    topic = rng.integers(0, clusters, m)
+    return _unit(centres[topic] + _noise(rng, m, record_noise, dim))
 
 
-def corpus(n: int, seed: int = 0, dim: int = DIM) -> np.ndarray:
-    """n clustered unit vectors (row i is record i), the same for the same
-    n, seed and dim."""
+def corpus(n: int, seed: int = 0, dim: int = DIM, kind: str = "clustered") -> np.ndarray:
+    """n unit vectors of that kind (row i is record i), the same for the
+    same n, seed, dim and kind."""
     out = np.empty((n, dim), dtype=np.float32)
     for start in range(0, n, CORPUS_CHUNK):
-        out[start : start + CORPUS_CHUNK] = corpus_chunk(start, min(start + CORPUS_CHUNK, n), seed, dim)
+        out[start : start + CORPUS_CHUNK] = corpus_chunk(start, min(start + CORPUS_CHUNK, n), seed, dim, kind)
     return out
 
 
@@ -82,16 +100,17 @@ def queries(records: np.ndarray, m: int, seed: int) -> np.ndarray:
     return _unit(records[pick] + _noise(rng, m, QUERY_NOISE, records.shape[1]))
 
 
-def corpus_queries(n: int, m: int, seed: int, corpus_seed: int = 0) -> np.ndarray:
-    """queries(corpus(n), m, seed), generating only the chunks it picks from."""
+def corpus_queries(n: int, m: int, seed: int, corpus_seed: int = 0, kind: str = "clustered") -> np.ndarray:
+    """queries(corpus(n), m, seed) (with the kind's query noise), generating
+    only the chunks it picks from."""
     rng = np.random.default_rng(seed)
     pick = rng.integers(0, n, m)
     rows = np.empty((m, DIM), np.float32)
     for start in np.unique(pick // CORPUS_CHUNK * CORPUS_CHUNK):
-        chunk = corpus_chunk(int(start), min(int(start) + CORPUS_CHUNK, n), corpus_seed)
+        chunk = corpus_chunk(int(start), min(int(start) + CORPUS_CHUNK, n), corpus_seed, DIM, kind)
         here = (pick >= start) & (pick < start + CORPUS_CHUNK)
         rows[here] = chunk[pick[here] - start]
-    return _unit(rows + _noise(rng, m, QUERY_NOISE, DIM))
+    return _unit(rows + _noise(rng, m, KINDS[kind][2], DIM))
 
 
 def progress(label: str, done: int, total: int, t0: float) -> None:
@@ -116,6 +135,8 @@ BLOCK = 5  # statements per deposit in the side-by-side corpus: edges to expand 
 
 # Owner per selectivity in the side-by-side corpus (see corpus_owners).
 SELECTIVITY: dict[str, str] = {"0.1%": "milli", "1%": "a7", "10%": "tenth", "100%": "all"}
+# The scale suite measures a 50% owner as well.
+SCALE_SELECTIVITY: dict[str, str] = {"0.1%": "milli", "1%": "a7", "10%": "tenth", "50%": "half", "100%": "all"}
 
 
 def corpus_depositor(i: int) -> str:
@@ -126,9 +147,12 @@ def corpus_depositor(i: int) -> str:
 
 def corpus_owners(i: int) -> list[str]:
     """Record i's owner set, depositor first: besides the depositor, "all"
-    owns every record, "tenth" every tenth and "milli" every thousandth, so
-    one store serves every selectivity of SELECTIVITY."""
+    owns every record, "half" every second, "tenth" every tenth and "milli"
+    every thousandth, so one store serves every selectivity of
+    SCALE_SELECTIVITY."""
     owners = [corpus_depositor(i), "all"]
+    if i % 2 == 0:
+        owners.append("half")
     if i % 10 == 0:
         owners.append("tenth")
     if i % 1000 == 0:
@@ -151,6 +175,8 @@ def corpus_owned(n: int, owner: str) -> np.ndarray:
     idx = np.arange(n)
     if owner == "all":
         return idx
+    if owner == "half":
+        return idx[idx % 2 == 0]
     if owner == "tenth":
         return idx[idx % 10 == 0]
     if owner == "milli":
@@ -161,3 +187,34 @@ def corpus_owned(n: int, owner: str) -> np.ndarray:
 def corpus_blocks(n: int) -> "list[range]":
     """The corpus as deposits: consecutive ranges of BLOCK records (one depositor each)."""
     return [range(s, min(s + BLOCK, n)) for s in range(0, n, BLOCK)]
+
+
+def exact_top(n: int, owner: str, qs: np.ndarray, k: int = 5, kind: str = "clustered") -> list[set[int]]:
+    """The record ids (corpus index + 1) of the exact top k of owner's records
+    of the n-record corpus for each query, ties to the lower id; cached in
+    DATA, since at 1M it is a scan of 1.5 GB of vectors."""
+    import hashlib
+
+    tag = hashlib.sha1(qs.tobytes()).hexdigest()[:10]
+    cache = os.path.join(DATA, f"exact-{n}-{owner}-{len(qs)}-{k}-{tag}-{corpus_tag(kind)}.npy")
+    if os.path.exists(cache):
+        top = np.load(cache)
+    else:
+        owned = corpus_owned(n, owner)
+        best = np.full((len(qs), k), -np.inf, np.float32)
+        ids = np.zeros((len(qs), k), np.int64)
+        for start in range(0, n, CORPUS_CHUNK):
+            mine = owned[(owned >= start) & (owned < start + CORPUS_CHUNK)]
+            if not len(mine):
+                continue
+            scores = qs @ corpus_chunk(start, min(start + CORPUS_CHUNK, n), 0, DIM, kind)[mine - start].T
+            all_s = np.concatenate([best, scores], axis=1)
+            all_i = np.concatenate([ids, np.broadcast_to(mine + 1, scores.shape)], axis=1)
+            # stable on a list kept in id order: equal scores keep the lower id
+            pick = np.argsort(-all_s, axis=1, kind="stable")[:, :k]
+            best = np.take_along_axis(all_s, pick, axis=1)
+            ids = np.take_along_axis(all_i, pick, axis=1)
+        top = ids
+        os.makedirs(DATA, exist_ok=True)
+        np.save(cache, top)
+    return [set(int(i) for i in row) for row in top]

@@ -18,16 +18,16 @@ import time
 import numpy as np
 from agentsensus import Store
 from agentsensus.normalize import text_digest
-from datasets import BLOCK, CORPUS_CHUNK, CORPUS_KIND, DATA, DIM, corpus_chunk, corpus_owners, corpus_text, progress
+from datasets import BLOCK, CORPUS_CHUNK, DATA, DIM, corpus_chunk, corpus_owners, corpus_tag, corpus_text, progress
 
 CHUNK = CORPUS_CHUNK  # records per write transaction (a multiple of BLOCK: no deposit straddles two)
 
 
-def corpus_store(n: int, *, seed: int = 0) -> str:
-    """The path of a closed store holding the n-record clustered corpus
-    (``datasets.corpus(n, seed)``, made chunk by chunk), building it on
-    first use."""
-    path = os.path.join(DATA, f"corpus-store-{n}-{seed}-{CORPUS_KIND}")
+def corpus_store(n: int, *, seed: int = 0, kind: str = "clustered") -> str:
+    """The path of a closed store holding the n-record corpus of that kind
+    (``datasets.corpus(n, seed, kind=kind)``, made chunk by chunk), building
+    it on first use."""
+    path = os.path.join(DATA, f"corpus-store-{n}-{seed}-{corpus_tag(kind)}")
     if os.path.exists(os.path.join(path, "ready")):
         return path
     shutil.rmtree(path, ignore_errors=True)
@@ -37,7 +37,7 @@ def corpus_store(n: int, *, seed: int = 0) -> str:
         engine = s._handles().engine
         for start in range(0, n, CHUNK):
             stop = min(start + CHUNK, n)
-            vs = corpus_chunk(start, stop, seed)
+            vs = corpus_chunk(start, stop, seed, DIM, kind)
             rows = []
             for b in range(start, stop, BLOCK):
                 block = range(b, min(b + BLOCK, n))
@@ -46,7 +46,7 @@ def corpus_store(n: int, *, seed: int = 0) -> str:
                     text = corpus_text(i)
                     rows.append((i + 1, text, corpus_owners(i), 0, i // BLOCK + 1, edges, [text_digest(text)]))
             engine.load([], rows, vs, [], None)
-            progress(f"building the {n:,}-record corpus store", stop, n, t0)
+            progress(f"building the {n:,}-record {kind} corpus store", stop, n, t0)
         deposits = (n + BLOCK - 1) // BLOCK
         engine.load([], [], np.zeros((0, DIM), np.float32), [], (n + 1, 1, deposits))
     open(os.path.join(path, "ready"), "w").close()
@@ -54,9 +54,17 @@ def corpus_store(n: int, *, seed: int = 0) -> str:
 
 
 if __name__ == "__main__":
-    # python bench/scale_stores.py N: builds (or finds) the N-record store and prints its path.
+    # python bench/scale_stores.py N [KIND]: builds (or finds) the N-record store and prints its path.
     import sys
 
-    if len(sys.argv) != 2 or not sys.argv[1].isdigit() or int(sys.argv[1]) < 1:
-        sys.exit("usage: python bench/scale_stores.py N   (N records, N >= 1)")
-    print(corpus_store(int(sys.argv[1])))
+    from datasets import KINDS
+
+    args = sys.argv[1:]
+    if (
+        not 1 <= len(args) <= 2
+        or not args[0].isdigit()
+        or int(args[0]) < 1
+        or (len(args) == 2 and args[1] not in KINDS)
+    ):
+        sys.exit(f"usage: python bench/scale_stores.py N [KIND]   (N records, N >= 1; KIND one of {', '.join(KINDS)})")
+    print(corpus_store(int(args[0]), kind=args[1] if len(args) == 2 else "clustered"))

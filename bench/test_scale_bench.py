@@ -24,12 +24,15 @@ import time
 import numpy as np
 import pytest
 from agentsensus import Store
-from datasets import CORPUS_KIND, DATA, SELECTIVITY, corpus_chunk, corpus_owned, corpus_queries
-from scale_stores import CHUNK, corpus_store
+from datasets import DATA, KINDS, SCALE_SELECTIVITY, corpus_owned, corpus_queries, exact_top
+from scale_stores import corpus_store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 SIZES = [int(x) for x in os.environ.get("AGENTSENSUS_BENCH_SIZES", "10000,100000,1000000").split(",")]
+# AGENTSENSUS_BENCH_KIND=hard: the near-tie corpus (datasets.KINDS).
+KIND = os.environ.get("AGENTSENSUS_BENCH_KIND", "clustered")
+assert KIND in KINDS, f"AGENTSENSUS_BENCH_KIND must be one of {', '.join(KINDS)}"
 QUERIES = 200
 K = 5
 
@@ -38,40 +41,15 @@ K = 5
 def store(request) -> tuple[int, str]:
     capman = request.config.pluginmanager.getplugin("capturemanager")
     with capman.global_and_fixture_disabled():  # the build's progress bar
-        return request.param, corpus_store(request.param)
+        return request.param, corpus_store(request.param, kind=KIND)
 
 
-def exact_top(n: int, owner: str, qs: np.ndarray) -> list[set[int]]:
-    """The ids of the exact top K of owner's records for each query (cached:
-    at 1M it is a scan of 1.5 GB of vectors)."""
-    cache = os.path.join(DATA, f"exact-{n}-{owner}-{len(qs)}-{CORPUS_KIND}.npy")
-    if os.path.exists(cache):
-        top = np.load(cache)
-    else:
-        owned = corpus_owned(n, owner)
-        best = np.full((len(qs), K), -np.inf, np.float32)
-        ids = np.zeros((len(qs), K), np.int64)
-        for start in range(0, n, CHUNK):
-            mine = owned[(owned >= start) & (owned < start + CHUNK)]
-            if not len(mine):
-                continue
-            scores = qs @ corpus_chunk(start, min(start + CHUNK, n))[mine - start].T
-            all_s = np.concatenate([best, scores], axis=1)
-            all_i = np.concatenate([ids, np.broadcast_to(mine + 1, scores.shape)], axis=1)  # record id = index + 1
-            pick = np.argsort(-all_s, axis=1, kind="stable")[:, :K]
-            best = np.take_along_axis(all_s, pick, axis=1)
-            ids = np.take_along_axis(all_i, pick, axis=1)
-        top = ids
-        np.save(cache, top)
-    return [set(int(i) for i in row) for row in top]
-
-
-@pytest.mark.parametrize("share", list(SELECTIVITY), ids=[s.replace("%", "pct") for s in SELECTIVITY])
+@pytest.mark.parametrize("share", list(SCALE_SELECTIVITY), ids=[s.replace("%", "pct") for s in SCALE_SELECTIVITY])
 def test_recall_k5_expand(benchmark, store, share):
     n, path = store
-    owner = SELECTIVITY[share]
-    qs = corpus_queries(n, QUERIES, seed=97)
-    truth = exact_top(n, owner, qs)
+    owner = SCALE_SELECTIVITY[share]
+    qs = corpus_queries(n, QUERIES, seed=97, kind=KIND)
+    truth = exact_top(n, owner, qs, K, kind=KIND)
     with Store(path, create=False, readonly=True) as s:
         got = [{m.id for m in s.recall(owner, q, k=K) if m.via == "hit"} for q in qs]
         calls = iter(range(10**9))
@@ -90,7 +68,7 @@ def _open_and_recall(path: str, q: np.ndarray) -> None:
 def test_open_after_clean_close(benchmark, store):
     """Open until the first recall is answered, so lazy loading cannot hide."""
     n, path = store
-    q = corpus_queries(n, 1, seed=5)[0]
+    q = corpus_queries(n, 1, seed=5, kind=KIND)[0]
     benchmark.pedantic(_open_and_recall, args=(path, q), rounds=7, iterations=1, warmup_rounds=1)
 
 
@@ -122,7 +100,7 @@ def test_open_after_unclean_close(benchmark, store):
     copy = os.path.join(DATA, f"unclean-{n}")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(path, copy)
-    q = corpus_queries(n, 1, seed=5)[0]
+    q = corpus_queries(n, 1, seed=5, kind=KIND)[0]
     try:
         benchmark.pedantic(_open_and_recall, args=(copy, q), setup=lambda: _killed_writer(copy), rounds=3, iterations=1)
     finally:
@@ -137,10 +115,10 @@ def test_peak_memory(benchmark, store):
 import resource, sys, json
 from agentsensus import Store
 from datasets import corpus_queries
-from datasets import SELECTIVITY
-qs = corpus_queries({n}, 200, seed=11)
+from datasets import SCALE_SELECTIVITY
+qs = corpus_queries({n}, 200, seed=11, kind={KIND!r})
 with Store({path!r}, create=False, readonly=True) as s:
-    for owner in SELECTIVITY.values():
+    for owner in SCALE_SELECTIVITY.values():
         for q in qs:
             s.recall(owner, q, k=5)
 print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
