@@ -98,7 +98,9 @@ public:
     }
     bool closed() const { return h_->closed(); }
 
-    py::tuple prepare(const F32& vectors, const py::bytes& digests, size_t k, float min_similarity) {
+    // scope: the statements' scope ("" the default); only its records are candidates.
+    py::tuple prepare(const F32& vectors, const py::bytes& digests, size_t k, float min_similarity,
+                      const std::string& scope = std::string()) {
         auto u = use();
         Store& st = *u;
         std::string d = digests;
@@ -108,7 +110,7 @@ public:
         PrepareResult r;
         {
             py::gil_scoped_release nogil;
-            r = st.prepare(v, n, reinterpret_cast<const unsigned char*>(d.data()), k, min_similarity);
+            r = st.prepare(v, n, reinterpret_cast<const unsigned char*>(d.data()), k, min_similarity, scope);
         }
         py::array_t<uint64_t> ids(r.candidates.size());
         py::array_t<float> scores(r.candidates.size());
@@ -127,8 +129,10 @@ public:
     // batch: None, or (key bytes, digest bytes) to record exactly once with the commit.
     // items: None, or item writes (item_bindings.cpp) applied in the same
     // transaction; then a commit returns (True, ids, unused refs).
+    // scopes: None (every deposit in the default scope), or per plan its scope ("" the default).
     py::tuple commit(const py::list& plans, uint64_t prepared_seq, float min_similarity,
-                     const py::object& batch = py::none(), const py::object& items = py::none()) {
+                     const py::object& batch = py::none(), const py::object& items = py::none(),
+                     const py::object& scopes = py::none()) {
         auto u = use();
         std::optional<std::vector<ItemWrite>> iw;
         if (!items.is_none()) iw = item_writes(items.cast<py::list>());
@@ -139,6 +143,10 @@ public:
             bk = BatchKey{t[0].cast<std::string>(), t[1].cast<std::string>()};
         }
         Store& st = *u;
+        std::vector<std::string> plan_scopes;
+        if (!scopes.is_none()) plan_scopes = scopes.cast<std::vector<std::string>>();
+        if (!plan_scopes.empty() && plan_scopes.size() != plans.size())
+            throw InvalidArgument("a commit's scopes must be one per plan");
         std::vector<OwnedPlan> owned;
         owned.reserve(plans.size());
         for (const py::handle& h : plans) {
@@ -173,6 +181,7 @@ public:
             OwnedPlan& o = owned[i];
             ps[i].owner = o.owner;
             ps[i].round = o.round;
+            if (!plan_scopes.empty()) ps[i].scope = plan_scopes[i];
             for (size_t j = 0; j < o.texts.size(); ++j) {
                 StatementPlan sp;
                 sp.text = o.texts[j];
@@ -312,12 +321,17 @@ public:
         return py::make_tuple(list, vectors);
     }
 
+    // scopes: None, or per row its scope name ("" the default).
     void load(const std::vector<std::string>& owners, const py::list& rows, const F32& vectors, const py::list& merges,
-              const py::object& counters) {
+              const py::object& counters, const py::object& scopes = py::none()) {
         auto u = use();
         Store& st = *u;
         LoadBatch b;
         b.owners = owners;
+        std::vector<std::string> row_scopes;
+        if (!scopes.is_none()) row_scopes = scopes.cast<std::vector<std::string>>();
+        if (!row_scopes.empty() && row_scopes.size() != rows.size())
+            throw InvalidArgument("a load's scopes must be one per row");
         const float* v = rows_of(vectors, rows.size(), st.dim(), "vectors");
         for (size_t i = 0; i < rows.size(); ++i) {
             py::tuple t = rows[i].cast<py::tuple>();
@@ -347,6 +361,7 @@ public:
                     r.said.push_back(std::move(sr));
                 }
             }
+            if (!row_scopes.empty()) r.scope = row_scopes[i];
             b.rows.push_back(std::move(r));
         }
         for (const py::handle& h : merges) {

@@ -11,11 +11,12 @@ using namespace agentsensus_py;
 
 void bind_fence(pybind11::module_& m);
 void bind_batch_keys(pybind11::module_& m);
-void bind_record_meta(pybind11::module_& m);
-void bind_items(pybind11::module_& m);
 namespace agentsensus_py {
 void bind_lexical(pybind11::module_& m);
 }
+void bind_record_meta(pybind11::module_& m);
+void bind_items(pybind11::module_& m);
+void bind_scopes(pybind11::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "agentsensus engine (C++): LMDB storage, usearch search, consensus merges.";
@@ -64,9 +65,10 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("dim", [](Engine& e) { return e.use()->dim(); })
         .def_property_readonly("metric", [](Engine& e) { return e.use()->metric(); })
         .def_property_readonly("closed", [](Engine& e) { return e.closed(); })
-        .def("prepare", &Engine::prepare)
+        .def("prepare", &Engine::prepare, py::arg("vectors"), py::arg("digests"), py::arg("k"),
+             py::arg("min_similarity"), py::arg("scope") = std::string())
         .def("commit", &Engine::commit, py::arg("plans"), py::arg("prepared_seq"), py::arg("min_similarity"),
-             py::arg("batch") = py::none(), py::arg("items") = py::none())
+             py::arg("batch") = py::none(), py::arg("items") = py::none(), py::arg("scopes") = py::none())
         .def("recall", &Engine::recall)
         .def("prepare_vectors",
              [](Engine& e, const F32& vectors) {
@@ -155,7 +157,7 @@ PYBIND11_MODULE(_core, m) {
              })
         .def("dump", &Engine::dump, py::arg("after"), py::arg("limit"))
         .def("load", &Engine::load, py::arg("owners"), py::arg("rows"), py::arg("vectors"), py::arg("merges"),
-             py::arg("counters"))
+             py::arg("counters"), py::arg("scopes") = py::none())
         .def("counters",
              [](Engine& e) {
                  auto u = e.use();
@@ -206,8 +208,9 @@ PYBIND11_MODULE(_core, m) {
         "Structural problems of path/data.mdb, read without LMDB's map; [] when sound.");
 
     bind_fence(m);
+    bind_batch_keys(m);
     bind_lexical(m);
     bind_record_meta(m);
     bind_items(m);
-    bind_batch_keys(m);
+    bind_scopes(m);
 }

@@ -1,4 +1,4 @@
-// Store::verify and Store::repair: the store's invariants I1..I18 of the
+// Store::verify and Store::repair: the store's invariants I1..I13 of the
 // format map (schema.hpp, docs/file-format.md), checked one by one in the
 // spirit of SQLite's integrity_check, and the rebuild of everything derived
 // from the primary tables.
@@ -88,10 +88,11 @@ public:
         journal();      // I10
         index();        // I11
         said();         // I12
+        s_.verify_scopes(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I14 (scopes.cpp)
         if (s_.has_batch_keys_) verify_batch_keys(t_, db_.batch_keys, next_id_, [&](std::string m) { bad(m); });  // I13
-        s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
         s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I15
         s_.verify_record_meta(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I16, I17 (record_meta.cpp)
+        s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
         return std::move(out_);
     }
 
@@ -377,6 +378,7 @@ public:
     void run(const std::vector<std::pair<uint64_t, std::string>>& digests, const unsigned char* fresh_uuid) {
         read_owners();
         keep_sound_records();
+        s_.repair_scopes(t_, keep_);  // I14: before every step that reads keep_ (scopes.cpp)
         rebuild_owner_sets();
         s_.items_->repair(t_);  // I15: refs keep the owner sets' pairs
         rebuild_owners_by_name();

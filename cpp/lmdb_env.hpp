@@ -71,7 +71,7 @@ public:
         bool create = true;
         bool sync = true;  // fsync on every commit (the safe default)
         size_t initial_map = size_t(256) << 20;
-        unsigned max_dbs = 32;
+        unsigned max_dbs = 64;  // the store's and the lineage's tables (schema.hpp), with room; as compact opens it
         unsigned max_readers = 1022;
     };
     Env(const std::string& dir, const Options& o);

@@ -10,7 +10,7 @@
 // LMDB file is not portable across byte orders anyway). A "dup" table holds
 // several sorted values under one key (MDB_DUPSORT). Record ids, merge seqs
 // and journal seqs start at 1; 0 means none. Texts and names are UTF-8.
-// The invariants I1..I18 are the ones Store::verify checks (integrity.cpp);
+// The invariants I1..I13 are the ones Store::verify checks (integrity.cpp);
 // I1 is the structure of the LMDB pages themselves (page_check.hpp).
 #pragma once
 #include <lmdb.h>
@@ -28,9 +28,10 @@ namespace agentsensus {
 // 2 added the said table (forget needs whose words are whose). A store of
 // schema 1 is still read, and a writable open upgrades its meta schema; its
 // records have no said rows (see kSaidTable).
-// 3 added the side tables of later features (times and metadata first, see
-// below; batch_keys for exactly-once deposit_many). A writable open of a
-// store of schema 1 or 2 creates them empty; a read-only one reads as none.
+// 3 added batch_keys (exactly-once deposit_many). A writable open of a store
+// of schema 1 or 2 creates it empty; a read-only one reads as no keys.
+// 3 also added the scope tables (kScopesTable): every record of a store of
+// schema 1 or 2 is in the default scope.
 constexpr uint32_t kSchemaVersion = 3;
 constexpr uint32_t kOldestSchemaVersion = 1;
 
@@ -48,8 +49,10 @@ constexpr unsigned kDupFixed = MDB_DUPSORT | MDB_DUPFIXED;
 // ------------------------------------------------------------ store tables
 //
 // Primary tables (repair keeps them): records, vectors, owners, owner names,
-// edges, merges, said, batch_keys, times, metadata, lg_items, settings. Derived tables (repair rebuilds them from the primary ones):
-// owned, owners-by-name, rmerges, norms, rnorms, journal, hist, lg_item_refs, lex_postings.
+// edges, merges, said, batch_keys, times, metadata, scopes, scope_names,
+// lg_items, settings. Derived tables (repair rebuilds them from the primary
+// ones): owned, owners-by-name, rmerges, norms, rnorms, journal, hist,
+// scoped, scopes_by_name, lg_item_refs, lex_postings.
 //
 // The owner tables keep their first names, "agents" and "agent_names", from
 // before the API said "owner": a table's name is part of the file, and
@@ -93,6 +96,12 @@ constexpr TableSpec kMergesTable{"merges", 0};
 // names an owner of it, and the record has row 0; row-0-less records are
 // those written by schema 1, which have no rows at all.
 constexpr TableSpec kSaidTable{"said", 0};
+// Batch key (1..256 bytes, the caller's) -> a batch's result
+// (encode_batch_result, batch_keys.hpp): the digest of what it deposited and
+// per deposit the record ids and merged flags. Written in the batch's own
+// transaction, so a retried batch finds it (primary: repair keeps it). I13:
+// every row decodes and names only ids in [1, next_id).
+constexpr TableSpec kBatchKeysTable{"batch_keys", 0};
 // Be64 record id -> [u64 created][u64 updated] microseconds since the epoch
 // (record_meta.hpp): when the record was made and when its text, vector or
 // owner set last changed (a merge, an update, a forget others survive).
@@ -106,12 +115,21 @@ constexpr TableSpec kTimesTable{"times", 0};
 // the owner's row. Primary. I17: every row belongs to a live record and an
 // owner of it, and is one JSON object within the limit.
 constexpr TableSpec kMetadataTable{"metadata", 0};
-// Batch key (1..256 bytes, the caller's) -> a batch's result
-// (encode_batch_result, batch_keys.hpp): the digest of what it deposited and
-// per deposit the record ids and merged flags. Written in the batch's own
-// transaction, so a retried batch finds it (primary: repair keeps it). I13:
-// every row decodes and names only ids in [1, next_id).
-constexpr TableSpec kBatchKeysTable{"batch_keys", 0};
+// Be64 record id -> u32 scope id: the scope of a record outside the default
+// scope (id 0, which has no rows and no name), given when the record is
+// created and never changed. Records merge, are candidates and are judged
+// only within their scope (scopes.cpp). Primary. I14 (with scoped,
+// scope_names, scopes_by_name): every row belongs to a live record and
+// names a known scope; scoped mirrors it; names and ids are a bijection
+// below next_scope; every affiliation edge joins two records of one scope.
+constexpr TableSpec kScopesTable{"scopes", 0};
+// Be32 scope id -> dup u64 record id: the reverse of scopes (a scope's
+// candidates). Derived.
+constexpr TableSpec kScopedTable{"scoped", kDupFixedInt};
+// Be32 scope id -> scope name (1 to kMaxOwnerBytes bytes, as owner names). Primary.
+constexpr TableSpec kScopeNamesTable{"scope_names", 0};
+// Scope name -> u32 scope id, the reverse of scope_names. Derived.
+constexpr TableSpec kScopesByNameTable{"scopes_by_name", 0};
 // Be64 survivor record id -> dup Be64 merge seq: a record's merge-log
 // entries (forget deletes them with the record).
 constexpr TableSpec kMergesBySurvivorTable{"rmerges", kDupFixed};
@@ -186,8 +204,9 @@ constexpr MetaKey kMetaDeposits{"deposits", 8};         // u64 deposits committe
 constexpr MetaKey kMetaLinked{"linked", 8};             // u64 records with at least one edge
 // u64 the next owner id; named from before the API said "owner" (see above).
 constexpr MetaKey kMetaNextOwner{"next_agent", 8};
-constexpr MetaKey kMetaLexical{"lexical", 8};     // u64 the word rules' version the lexical index is complete for
+constexpr MetaKey kMetaLexical{"lexical", 8};    // u64 the word rules' version the lexical index is complete for
 constexpr MetaKey kMetaLexWords{"lex_words", 8};  // u64 the words of all live records' texts (BM25's mean length)
+constexpr MetaKey kMetaNextScope{"next_scope", 8};  // u64 the next scope id (from 1; 0 is the default scope)
 
 // ------------------------------------------------------------ records
 

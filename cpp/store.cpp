@@ -114,11 +114,26 @@ Store::Store(const std::string& dir, const StoreOptions& o)
         if (!o.readonly) throw;
         has_record_meta_ = false;  // a schema-1 or 2 store, read only: no times, no metadata
     }
+    try {
+        db_.scopes = open(kScopesTable);
+        db_.scoped = open(kScopedTable);
+        db_.scope_names = open(kScopeNamesTable);
+        db_.scopes_by_name = open(kScopesByNameTable);
+    } catch (const Corrupt&) {
+        if (!o.readonly) throw;
+        has_scopes_ = false;  // a schema-1 or 2 store, read only: every record in the default scope
+    }
     items_ = std::make_unique<ItemTable>(*env_);
     settings_ = std::make_unique<SettingsTable>(*env_);
     lexical_ = std::make_unique<LexicalIndex>(*env_, db_.meta, db_.records, o.readonly);
     init_or_check(o);
     index_ = std::make_unique<VectorIndex>(dim_, metric_, o.index);
+    // A quantized index re-scores its candidates from LMDB's f32 vectors, in
+    // a read transaction of the calling thread (searches run on several).
+    index_->set_exact_source([this](const uint64_t* ids, size_t n, float* out, unsigned char* found) {
+        ReadTxn t(*env_);
+        for (size_t i = 0; i < n; ++i) found[i] = vector_of(t.get(), ids[i], out + i * dim_);
+    });
     open_index();
 }
 
@@ -543,7 +558,7 @@ bool Store::read_row(MDB_txn* txn, uint64_t id, Row& row) {
 }
 
 PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k,
-                             float min_similarity) {
+                             float min_similarity, std::string_view scope) {
     check_open();
     std::vector<float> qs(n * dim_);
     for (size_t i = 0; i < n; ++i) prepare_vector(vectors + i * dim_, qs.data() + i * dim_);
@@ -559,9 +574,12 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
     out.seq = std::min(journal_end(t.get()), applied_seq_);
     std::vector<uint64_t> named;
     std::vector<size_t> to_search;
+    // Only the scope's records are exact duplicates or candidates.
+    const ScopeView sv = scope_view(t.get(), scope);
     for (size_t i = 0; i < n; ++i) {
         MDB_val v;
-        if (agentsensus::get(t.get(), db_.norms, val(digests + i * kDigestBytes, kDigestBytes), v)) {
+        if (agentsensus::get(t.get(), db_.norms, val(digests + i * kDigestBytes, kDigestBytes), v) &&
+            (v.mv_size != 8 || sv.contains(read_be64(v.mv_data)))) {
             if (v.mv_size != 8) throw Corrupt("text index is damaged");
             out.exact[i] = read_be64(v.mv_data);
             named.push_back(out.exact[i]);
@@ -575,7 +593,8 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
     // inserts, and usearch's per-slot level generators that concurrent
     // searches reorder, make it differ from run to run).
     std::vector<uint64_t> all;
-    if (!to_search.empty() && entries(t.get(), db_.records) <= exact_cutoff_) {
+    const size_t total = entries(t.get(), db_.records);
+    if (!to_search.empty() && !sv.filtered && total <= exact_cutoff_) {
         Cursor c(t.get(), db_.records);
         MDB_val rk, rv;
         for (bool more = c.op(rk, rv, MDB_FIRST); more; more = c.op(rk, rv, MDB_NEXT)) {
@@ -588,7 +607,9 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
     std::vector<std::vector<Hit>> found(n);
     parallel_for(to_search.size(), [&](size_t j) {
         size_t i = to_search[j];
-        if (all.empty()) {
+        if (sv.filtered) {
+            found[i] = search_scope(sv, qs.data() + i * dim_, k, total);
+        } else if (all.empty()) {
             found[i] = index_->search(qs.data() + i * dim_, k);
         } else {
             // What the index lacks (newer than applied_seq_) the commit re-checks, as for a search.
@@ -668,6 +689,12 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
 // The owner's allow-set, current to the latest commit.
 void Store::ensure_allow_set(uint32_t oid) {
     sync_index();
+    {
+        // Shared in the common case: an exclusive lock here would wait for
+        // every search in flight, and so serialize reader threads.
+        std::shared_lock<std::shared_mutex> shared(index_mu_);
+        if (allow_.count(oid)) return;
+    }
     std::unique_lock<std::shared_mutex> lock(index_mu_);
     if (allow_.count(oid)) return;
     ReadTxn t(*env_);
@@ -953,6 +980,7 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
         del(txn, db_.rmerges, val(k.b, 8));
     }
     delete_said(txn, id, 0);
+    drop_scope(txn, id);
     drop_metadata(txn, id, 0);
     drop_times(txn, id);
     {
@@ -1080,42 +1108,79 @@ bool Store::forget(const std::string& owner, uint64_t id, const ForgetPlan& plan
     check_open();
     bool done = true;
     try {
-        env_->write([&](MDB_txn* txn) {
-            Be64 k(id);
-            MDB_val rv;
-            if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv)) throw NotFound("no record " + std::to_string(id));
-            auto oid = owner_id(txn, owner);
-            MDB_val own = val(oid ? &*oid : nullptr, 4);
-            if (!oid || !del(txn, db_.owners, val(k.b, 8), &own))
-                throw NotFound("record " + std::to_string(id) + " is not owned by '" + owner + "'");
-            Be32 ak(*oid);
-            MDB_val idv = val(&id, 8);
-            del(txn, db_.owned, val(ak.b, 4), &idv);
-            Cursor c(txn, db_.owners);
-            MDB_val key = val(k.b, 8), v;
-            size_t left = 0;
-            if (c.op(key, v, MDB_SET)) {
-                int rc = mdb_cursor_count(c.get(), &left);
-                if (rc) throw_lmdb(rc, "mdb_cursor_count");
-            }
-            hist_add(txn, static_cast<uint32_t>(left + 1), -1);
-            hist_add(txn, static_cast<uint32_t>(left), +1);
-            journal(txn, kDisown, id, *oid);
-            items_->drop_refs(txn, id, *oid);  // the owner's items let go of the record too
-            if (left == 0) {
-                delete_record(txn, id);
-            } else if (!forget_words(txn, id, *oid, plan)) {
-                throw CommitAbort{};
-            } else {
-                drop_metadata(txn, id, *oid);
-                stamp_times(txn, id, false);
-            }
-        });
+        env_->write([&](MDB_txn* txn) { forget_in(txn, owner, id, plan); });
     } catch (const CommitAbort&) {
         done = false;
     }
     sync_index();
     return done;
+}
+
+// forget's write, inside txn; a conflict throws CommitAbort.
+void Store::forget_in(MDB_txn* txn, const std::string& owner, uint64_t id, const ForgetPlan& plan) {
+    Be64 k(id);
+    MDB_val rv;
+    if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv)) throw NotFound("no record " + std::to_string(id));
+    auto oid = owner_id(txn, owner);
+    MDB_val own = val(oid ? &*oid : nullptr, 4);
+    if (!oid || !del(txn, db_.owners, val(k.b, 8), &own))
+        throw NotFound("record " + std::to_string(id) + " is not owned by '" + owner + "'");
+    Be32 ak(*oid);
+    MDB_val idv = val(&id, 8);
+    del(txn, db_.owned, val(ak.b, 4), &idv);
+    Cursor c(txn, db_.owners);
+    MDB_val key = val(k.b, 8), v;
+    size_t left = 0;
+    if (c.op(key, v, MDB_SET)) {
+        int rc = mdb_cursor_count(c.get(), &left);
+        if (rc) throw_lmdb(rc, "mdb_cursor_count");
+    }
+    hist_add(txn, static_cast<uint32_t>(left + 1), -1);
+    hist_add(txn, static_cast<uint32_t>(left), +1);
+    journal(txn, kDisown, id, *oid);
+    items_->drop_refs(txn, id, *oid);  // the owner's items let go of the record too
+    if (left == 0) {
+        delete_record(txn, id);
+    } else if (!forget_words(txn, id, *oid, plan)) {
+        throw CommitAbort{};
+    } else {
+        drop_metadata(txn, id, *oid);
+        stamp_times(txn, id, false);
+    }
+}
+
+// The refs an item write let go of whose record no other owner holds: the
+// owner forgets them in the write's own transaction (no merge policy is
+// needed for a record that goes). Returns the others, for the caller's
+// forget with its policy.
+std::vector<ItemRef> Store::forget_private(MDB_txn* txn, const std::vector<ItemRef>& unused) {
+    std::vector<ItemRef> shared;
+    for (const ItemRef& r : unused) {
+        size_t n = 0;  // owners of the record
+        {
+            Be64 k(r.record);
+            Cursor c(txn, db_.owners);
+            MDB_val key = val(k.b, 8), v;
+            if (c.op(key, v, MDB_SET)) {
+                int rc = mdb_cursor_count(c.get(), &n);
+                if (rc) throw_lmdb(rc, "mdb_cursor_count");
+            }
+        }
+        auto oid = owner_id(txn, r.owner);
+        if (n == 1 && oid && owns(txn, *oid, r.record))
+            forget_in(txn, r.owner, r.record, ForgetPlan{});
+        else if (n > 0)
+            shared.push_back(r);
+    }
+    return shared;
+}
+
+std::vector<ItemRef> Store::write_items(const std::vector<ItemWrite>& writes) {
+    check_open();
+    std::vector<ItemRef> shared;
+    env_->write([&](MDB_txn* txn) { shared = forget_private(txn, items_->write(txn, writes, {}, {})); });
+    sync_index();
+    return shared;
 }
 
 // The owner's words leave a record that other owners keep: its said rows,
@@ -1291,7 +1356,7 @@ CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepa
             if (items) {
                 std::vector<std::string> owners;
                 for (const DepositPlan& d : plans) owners.push_back(d.owner);
-                res.unused = items_->write(txn, *items, res.ids, owners);
+                res.unused = forget_private(txn, items_->write(txn, *items, res.ids, owners));
             }
         });
     } catch (const CommitAbort&) {
@@ -1346,7 +1411,8 @@ std::vector<Store::Rival> Store::added_since(MDB_txn* txn, uint64_t prepared_seq
         JournalEntry e;
         if (decode_journal(v, e) && e.op == kAdd) {
             std::vector<float> buf(dim_);
-            if (vector_of(txn, e.record, buf.data())) added.push_back(Rival{e.record, std::move(buf)});
+            if (vector_of(txn, e.record, buf.data()))
+                added.push_back(Rival{e.record, std::move(buf), record_scope(txn, e.record)});
         }
         more = c.op(k, v, MDB_NEXT);
     }
@@ -1362,19 +1428,25 @@ std::optional<std::string> Store::commit_deposit(MDB_txn* txn, const DepositPlan
                                                  const std::vector<Rival>& rivals, float min_similarity, Counters& c,
                                                  std::vector<uint64_t>& staged, std::vector<uint64_t>& ids) {
     uint32_t oid = ensure_owner(txn, d.owner);
+    const uint32_t sid = ensure_scope(txn, d.scope);
     ++c.deposits;
     for (size_t i = 0; i < d.statements.size(); ++i) {
         const StatementPlan& s = d.statements[i];
         const float* v = vectors + i * dim_;
         uint64_t id;
         if (s.target == 0) {
-            if (auto why = new_record_conflict(txn, s, v, rivals, min_similarity)) return why;
+            if (auto why = new_record_conflict(txn, s, v, rivals, min_similarity, sid)) return why;
             id = c.next_id++;
             create_record(txn, id, s, v, oid, d.round, c.deposits);
+            put_scope(txn, id, sid);
             staged.push_back(id);
         } else {
             id = s.target > 0 ? static_cast<uint64_t>(s.target) : staged[-s.target - 1];
             if (auto why = merge_conflict(txn, id, s)) return why;
+            // Enforced here whatever the plan says: no merge across scopes.
+            if (record_scope(txn, id) != sid)
+                throw InvalidArgument("statement " + std::to_string(i) + " names record " + std::to_string(id) +
+                                      ", which is in another scope");
             merge_into(txn, id, s, v, oid, d.round, c.next_merge);
         }
         ids.push_back(id);
@@ -1384,12 +1456,18 @@ std::optional<std::string> Store::commit_deposit(MDB_txn* txn, const DepositPlan
 }
 
 std::optional<std::string> Store::new_record_conflict(MDB_txn* txn, const StatementPlan& s, const float* v,
-                                                      const std::vector<Rival>& rivals, float min_similarity) {
+                                                      const std::vector<Rival>& rivals, float min_similarity,
+                                                      uint32_t scope) {
     MDB_val cur;
-    if (agentsensus::get(txn, db_.norms, val(s.digest, kDigestBytes), cur))
+    if (agentsensus::get(txn, db_.norms, val(s.digest, kDigestBytes), cur)) {
+        // Digests are keyed by scope (normalize.py): one of another scope
+        // means the caller gave an unscoped digest.
+        if (cur.mv_size == 8 && record_scope(txn, read_be64(cur.mv_data)) != scope)
+            throw InvalidArgument("a statement's text digest is another scope's: digests must be keyed by scope");
         return "an identical statement committed meanwhile";
+    }
     for (const Rival& r : rivals)
-        if (similarity(metric_, v, r.vector.data(), dim_) >= min_similarity)
+        if (r.scope == scope && similarity(metric_, v, r.vector.data(), dim_) >= min_similarity)
             return "a similar record committed meanwhile";
     return std::nullopt;
 }
@@ -1474,9 +1552,3 @@ void Store::link_deposit(MDB_txn* txn, const std::vector<uint64_t>& ids) {
 }
 
 }  // namespace agentsensus
-    // A quantized index re-scores its candidates from LMDB's f32 vectors, in
-    // a read transaction of the calling thread (searches run on several).
-    index_->set_exact_source([this](const uint64_t* ids, size_t n, float* out, unsigned char* found) {
-        ReadTxn t(*env_);
-        for (size_t i = 0; i < n; ++i) found[i] = vector_of(t.get(), ids[i], out + i * dim_);
-    });

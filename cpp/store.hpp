@@ -70,6 +70,7 @@ struct StatementPlan {
 struct DepositPlan {
     std::string owner;
     uint32_t round = 0;
+    std::string scope;  // "" the default scope; its records merge only with records of this scope
     std::vector<StatementPlan> statements;
 };
 
@@ -121,6 +122,7 @@ struct DumpRow {
     std::vector<std::string> digests;  // kDigestBytes each, ascending
     std::vector<float> vector;         // dim floats
     std::vector<SaidRow> said;         // its statements, n ascending (none: written by schema 1)
+    std::string scope;                 // "" the default scope
 };
 
 // The store-wide counters a copy must continue from.
@@ -190,22 +192,25 @@ public:
     }
 
     // Phase 1: nearest records for each statement, on a read snapshot.
-    PrepareResult prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k, float min_similarity);
+    // Candidates and exact duplicates come only from the records of scope
+    // ("" the default scope; an unknown name has none).
+    PrepareResult prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k, float min_similarity,
+                          std::string_view scope = {});
     // Phase 3: apply plans in one write transaction. If the store moved since
     // prepared_seq in a way that could change a decision, nothing is written
     // and the result says conflict (the four conflicts: see commit_deposit).
+    // With items, the transaction applies those item writes after the
+    // deposits (ItemTable::write), so a put is one transaction; a record it
+    // lets go of that only its owner held goes in it too (result.unused:
+    // the others).
     // With batch, its key and result are recorded in the same transaction; a
     // key recorded meanwhile is a conflict too (the caller then finds it).
-    // With items, the transaction applies those item writes after the
-    // deposits (ItemTable::write), so a put is one transaction.
     CommitResult commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity,
                         const BatchKey* batch = nullptr, const std::vector<ItemWrite>* items = nullptr);
-    // The result recorded under a batch key, if any (batch_keys.cpp).
-    std::optional<BatchResult> batch_result(const std::string& key);
-    // Batch keys in key order after `after` ("" from the first), at most limit (export).
-    std::vector<std::pair<std::string, BatchResult>> batch_keys(const std::string& after, size_t limit);
-    // Records imported batch keys in one transaction (a key already there is refused).
-    void load_batch_keys(const std::vector<std::pair<std::string, BatchResult>>& rows);
+    // Item writes that ride in no deposit, in one transaction; as in a
+    // commit with items, records only their owner held go in it too, and
+    // the other refs let go of are returned (the caller forgets them).
+    std::vector<ItemRef> write_items(const std::vector<ItemWrite>& writes);
     // The LangGraph items and the settings of the store (item_table.hpp, settings_table.hpp).
     ItemTable& items() {
         check_open();
@@ -215,6 +220,12 @@ public:
         check_open();
         return *settings_;
     }
+    // The result recorded under a batch key, if any (batch_keys.cpp).
+    std::optional<BatchResult> batch_result(const std::string& key);
+    // Batch keys in key order after `after` ("" from the first), at most limit (export).
+    std::vector<std::pair<std::string, BatchResult>> batch_keys(const std::string& after, size_t limit);
+    // Records imported batch keys in one transaction (a key already there is refused).
+    void load_batch_keys(const std::vector<std::pair<std::string, BatchResult>>& rows);
 
     // Vectors as the store keeps them (checked; unit length under cos), n rows.
     void prepare_vectors(const float* in, size_t n, float* out) const;
@@ -253,6 +264,19 @@ public:
                 const unsigned char* digest, const float* vector, uint32_t round, std::string_view metadata);
     std::vector<uint64_t> neighbors(uint64_t id);
     std::vector<uint64_t> owned(const std::string& owner);
+
+    // Scopes (scopes.cpp). A record's scope is the one of the deposit that
+    // created it ("" the default scope) and never changes. The scope of a
+    // record (NotFound when absent); of many ("" for absent ones too); every
+    // named scope, in the order the store met them.
+    std::string scope_of(uint64_t id);
+    std::vector<std::string> scopes_of(const std::vector<uint64_t>& ids);
+    std::vector<std::string> scope_names();
+    // recall kept to the owner's records of one scope (an exact scan of
+    // them; an unknown scope has none).
+    std::vector<Row> recall_scoped(const std::string& owner, const std::string& scope, const float* query, size_t k,
+                                   bool expand, const RecallFilter& filter = RecallFilter(),
+                                   float threshold = -std::numeric_limits<float>::infinity());
     // owner leaves the record. The last owner deletes it; otherwise the
     // owner's statements leave the said table and the merge log, and the
     // record takes plan's text, vector and digests. False: a conflict (the
@@ -313,12 +337,22 @@ private:
     // One handle per table of schema.hpp.
     struct Dbs {
         MDB_dbi meta, records, vectors, owners, owned, owners_by_name, owner_names, edges, merges, rmerges, norms,
-            rnorms, journal, hist, said, batch_keys, times, metadata;
+            rnorms, journal, hist, said, batch_keys, times, metadata, scopes, scoped, scope_names, scopes_by_name;
     };
     // A record another writer added after a commit's prepare, with its vector.
     struct Rival {
         uint64_t id;
         std::vector<float> vector;
+        uint32_t scope = 0;  // only a rival of the deposit's scope can conflict
+    };
+    // The records one scope holds, as prepare filters candidates by them:
+    // not filtered when the store holds no record outside the default scope
+    // and the default one is asked for; else the scope's ids, ascending, and
+    // the same as a bitset.
+    struct ScopeView {
+        bool filtered = false;
+        std::vector<uint64_t> ids, bits;
+        bool contains(uint64_t id) const;
     };
 
     void check_open() const;
@@ -361,16 +395,15 @@ private:
     void put_metadata(MDB_txn* txn, uint64_t id, uint32_t oid, std::string_view json);
     void drop_metadata(MDB_txn* txn, uint64_t id, uint32_t oid);  // oid 0: every owner's
     void drop_times(MDB_txn* txn, uint64_t id);
-    // I16 (times) and I17 (metadata), record_meta.cpp: verify reports rows of
-    // absent records, metadata of non-owners, and damaged values; repair
-    // drops them (after the owner sets are rebuilt).
-    void verify_record_meta(MDB_txn* txn, const std::set<uint64_t>& records,
-                            const std::function<void(std::string)>& bad);
-    void repair_record_meta(MDB_txn* txn, const std::set<uint64_t>& keep);
     std::vector<uint64_t> neighbors_in(MDB_txn* txn, uint64_t id);
     std::vector<SaidRow> said_rows(MDB_txn* txn, uint64_t id);
     // The forget of one owner from a record others keep (forget's write).
     bool forget_words(MDB_txn* txn, uint64_t id, uint32_t owner, const ForgetPlan& plan);
+    // forget's write, inside txn (CommitAbort on a conflict).
+    void forget_in(MDB_txn* txn, const std::string& owner, uint64_t id, const ForgetPlan& plan);
+    // The refs an item write let go of: those of records only their owner
+    // held are forgotten in txn; the others are returned.
+    std::vector<ItemRef> forget_private(MDB_txn* txn, const std::vector<ItemRef>& unused);
 
     // The steps of commit, in order (all but validate_plans inside its write
     // transaction). validate_plans checks and normalizes every statement
@@ -385,7 +418,8 @@ private:
                                               const std::vector<Rival>& rivals, float min_similarity, Counters& c,
                                               std::vector<uint64_t>& staged, std::vector<uint64_t>& ids);
     std::optional<std::string> new_record_conflict(MDB_txn* txn, const StatementPlan& s, const float* v,
-                                                   const std::vector<Rival>& rivals, float min_similarity);
+                                                   const std::vector<Rival>& rivals, float min_similarity,
+                                                   uint32_t scope);
     void create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t owner,
                        uint32_t round, uint64_t deposit);
     std::optional<std::string> merge_conflict(MDB_txn* txn, uint64_t id, const StatementPlan& s);
@@ -399,6 +433,31 @@ private:
     void load_row(MDB_txn* txn, const DumpRow& r);
     void load_merge(MDB_txn* txn, const MergeRow& m);
     void load_counters(MDB_txn* txn, const Counters* given, uint64_t last, uint64_t last_merge);
+
+    // Scope helpers (scopes.cpp). scope_view: the records of a scope for
+    // prepare; search_scope: the graph search kept to them, widening, or an
+    // exact scan of them (index only: safe on prepare's worker threads).
+    // record_scope: 0 for the default scope (no row). ensure_scope gives a
+    // new name the next id; put_scope and drop_scope keep scopes and scoped
+    // together. verify_scopes checks I14; repair_scopes drops the records
+    // whose scope cannot be named and the edges across scopes, then
+    // rebuilds the derived scope tables for the records kept.
+    ScopeView scope_view(MDB_txn* txn, std::string_view scope);
+    std::vector<Hit> search_scope(const ScopeView& sv, const float* q, size_t k, size_t total) const;
+    uint32_t record_scope(MDB_txn* txn, uint64_t id);
+    std::optional<uint32_t> scope_id(MDB_txn* txn, std::string_view name);
+    std::string scope_name(MDB_txn* txn, uint32_t sid);
+    uint32_t ensure_scope(MDB_txn* txn, std::string_view name);
+    void put_scope(MDB_txn* txn, uint64_t id, uint32_t sid);
+    void drop_scope(MDB_txn* txn, uint64_t id);
+    void verify_scopes(MDB_txn* txn, const std::set<uint64_t>& records, const std::function<void(std::string)>& bad);
+    void repair_scopes(MDB_txn* txn, std::set<uint64_t>& keep);
+    // I16 (times) and I17 (metadata), record_meta.cpp: verify reports rows of
+    // absent records, metadata of non-owners, and damaged values; repair
+    // drops them (after the owner sets are rebuilt).
+    void verify_record_meta(MDB_txn* txn, const std::set<uint64_t>& records,
+                            const std::function<void(std::string)>& bad);
+    void repair_record_meta(MDB_txn* txn, const std::set<uint64_t>& keep);
 
     // Write-side helpers (inside a write transaction).
     uint32_t ensure_owner(MDB_txn* txn, std::string_view name);
@@ -436,14 +495,15 @@ private:
     bool has_said_ = true;  // false: a read-only open of a schema-1 store
     bool has_batch_keys_ = true;  // false: a read-only open of a schema-1 or 2 store
     bool has_record_meta_ = true;  // false: a read-only open of a schema-1 or 2 store (no times, no metadata)
+    bool has_scopes_ = true;       // false: a read-only open of a schema-1 or 2 store (all in the default scope)
 
     // The index and everything derived from the journal, under one lock:
     // searches share it, catch-up takes it exclusively.
     std::shared_mutex index_mu_;
     std::unique_ptr<VectorIndex> index_;
+    std::unique_ptr<LexicalIndex> lexical_;  // its own table; LMDB orders it with the records
     std::unique_ptr<ItemTable> items_;
     std::unique_ptr<SettingsTable> settings_;
-    std::unique_ptr<LexicalIndex> lexical_;  // its own table; LMDB orders it with the records
     uint64_t applied_seq_ = 0;  // journal entries reflected in index_
     uint64_t saved_seq_ = 0;    // what the index file on disk reflects
     bool index_saved_valid_ = false;

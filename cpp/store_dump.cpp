@@ -50,6 +50,7 @@ std::vector<DumpRow> Store::dump(uint64_t after, size_t limit) {
         d.vector.resize(dim_);
         if (!vector_of(t.get(), id, d.vector.data())) throw Corrupt("record " + std::to_string(id) + " has no vector");
         d.said = said_rows(t.get(), id);
+        d.scope = scope_name(t.get(), record_scope(t.get(), id));
         out.push_back(std::move(d));
         more = c.op(k, v, MDB_NEXT);
     }
@@ -195,6 +196,8 @@ void Store::load_row(MDB_txn* txn, const DumpRow& r) {
     for (const SaidRow& sr : r.said)
         put_said(txn, r.id, sr.n, ensure_owner(txn, sr.owner), sr.round, sr.vector.empty() ? nullptr : sr.vector.data(),
                  sr.text == r.text ? std::string_view() : std::string_view(sr.text));
+    const uint32_t sid = ensure_scope(txn, r.scope);
+    put_scope(txn, r.id, sid);
     for (uint64_t e : r.edges) {
         if (e == r.id) throw InvalidArgument(what + " has an edge to itself");
         if (e > r.id) continue;  // added when record e lists this one
@@ -202,6 +205,8 @@ void Store::load_row(MDB_txn* txn, const DumpRow& r) {
         MDB_val ev;
         if (!agentsensus::get(txn, db_.records, val(ek.b, 8), ev))
             throw InvalidArgument(what + " has an edge to record " + std::to_string(e) + ", which is not there");
+        if (record_scope(txn, e) != sid)  // I14: a deposit's records are of one scope
+            throw InvalidArgument(what + " has an edge to record " + std::to_string(e) + " of another scope");
         add_edge(txn, e, r.id);
     }
 }

@@ -111,7 +111,7 @@ class Engine:
     @property
     def closed(self) -> bool: ...
     def prepare(
-        self, vectors: _F32, digests: bytes, k: int, min_similarity: float, /
+        self, vectors: _F32, digests: bytes, k: int, min_similarity: float, /, scope: str = ""
     ) -> tuple[
         int,
         list[int],
@@ -122,7 +122,7 @@ class Engine:
     ]:
         """On a read snapshot: (journal seq, exact-duplicate record per
         statement or 0, candidate offsets, candidate ids, scores, the named
-        records)."""
+        records). Only records of ``scope`` ("" the default) are candidates."""
     def commit(
         self,
         plans: list[_CommitPlan],
@@ -130,11 +130,24 @@ class Engine:
         min_similarity: float,
         /,
         batch: Optional[tuple[bytes, bytes]] = None,
+        items: Any = None,
+        scopes: Optional[list[str]] = None,
     ) -> tuple[bool, Any]:
         """One write transaction: ``(True, ids per deposit per statement)``,
         or ``(False, why)`` on a conflict with a concurrent commit. ``batch``
         (key, digest): recorded in the same transaction; a key recorded
-        meanwhile is a conflict."""
+        meanwhile is a conflict. ``scopes``: per plan, its deposit's scope;
+        a merge into a record of another scope is refused."""
+    def scope_of(self, id: int) -> str:
+        """Record ``id``'s scope ("" the default); KeyError when absent."""
+    def scopes_of(self, ids: list[int]) -> list[str]:
+        """The scopes of many records ("" for absent ones too)."""
+    def scope_names(self) -> list[str]:
+        """Every named scope, in first-seen order."""
+    def recall_scoped(
+        self, owner: str, scope: str, query: _F32, k: int, expand: bool, spec: bytes = b"", threshold: float = ...
+    ) -> list[tuple[int, str, tuple[str, ...], int, Optional[float], str, Optional[int], Optional[int], Optional[str]]]:
+        """recall kept to the owner's records of ``scope``, rows as ``recall_where``'s."""
     def batch_result(self, key: bytes) -> Optional[tuple[bytes, list[list[int]], list[list[bool]]]]:
         """(digest, ids, merged) recorded under a batch key, or None."""
     def batch_keys(self, after: bytes, limit: int) -> list[tuple[bytes, tuple[bytes, list[list[int]], list[list[bool]]]]]:
@@ -181,6 +194,7 @@ class Engine:
         vectors: _F32,
         merges: list[tuple[int, int, str, str, str, int]],
         counters: Optional[tuple[int, int, int]],
+        scopes: Optional[list[str]] = None,
     ) -> None:
         """Import: one write transaction of rows with their ids (ascending,
         after every existing one), merges with their seqs, and optionally the

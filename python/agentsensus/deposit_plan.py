@@ -49,6 +49,9 @@ class Item:
     # Per statement, the owner's metadata for the record it ends in (a JSON
     # object's text) or None; None: no metadata given.
     metadata: Optional[list[Optional[str]]] = None
+    # The deposit's scope ("" the default): its statements meet only records
+    # of this scope (the digests are keyed by it, normalize.text_digest).
+    scope: str = ""
 
 
 @dataclass
@@ -58,6 +61,7 @@ class _Staged:
     text: str
     owners: set[str]
     round: int
+    scope: str = ""
 
 
 @dataclass
@@ -176,15 +180,46 @@ class BatchPlanner:
         engine searches the statements in parallel."""
         vecs = items[0].vectors if len(items) == 1 else np.concatenate([it.vectors for it in items])
         digests = b"".join(b"".join(it.digests) for it in items)
-        self.seq, self._exact, self._offsets, self._ids, self._scores, self._committed = self.engine.prepare(
-            vecs, digests, self.k, self.min_similarity
-        )
+        scopes = [it.scope for it in items for _ in it.statements]
+        if len(set(scopes)) == 1:
+            self.seq, self._exact, self._offsets, self._ids, self._scores, self._committed = self.engine.prepare(
+                vecs, digests, self.k, self.min_similarity, scope=scopes[0]
+            )
+        else:
+            self._prepare_by_scope(vecs, digests, scopes)
         self._staged_vecs = np.empty((len(digests) // 16, vecs.shape[1]), np.float32)
         self._base: list[int] = []
         at = 0
         for it in items:
             self._base.append(at)
             at += len(it.statements)
+
+    def _prepare_by_scope(self, vecs: F32, digests: bytes, scopes: list[str]) -> None:
+        """prepare for a batch of several scopes: one engine prepare per
+        scope (each sees only its scope's records), stitched back into
+        statement order. The earliest snapshot's seq is kept, so the commit
+        re-checks everything any of them may have missed."""
+        exact: list[int] = [0] * len(scopes)
+        found: list[tuple[Any, Any]] = [((), ())] * len(scopes)
+        self._committed = {}
+        seqs = []
+        for scope in dict.fromkeys(scopes):
+            idx = [i for i, s in enumerate(scopes) if s == scope]
+            sub = b"".join(digests[16 * i : 16 * i + 16] for i in idx)
+            seq, ex, off, ids, scores, committed = self.engine.prepare(
+                vecs[idx], sub, self.k, self.min_similarity, scope=scope
+            )
+            seqs.append(seq)
+            self._committed.update(committed)
+            for j, i in enumerate(idx):
+                exact[i] = ex[j]
+                found[i] = (ids[off[j] : off[j + 1]], scores[off[j] : off[j + 1]])
+        self.seq, self._exact = min(seqs), exact
+        self._offsets = [0]
+        for ids, _ in found:
+            self._offsets.append(self._offsets[-1] + len(ids))
+        self._ids = np.concatenate([np.asarray(f[0], np.uint64) for f in found])
+        self._scores = np.concatenate([np.asarray(f[1], np.float32) for f in found])
 
     def begin(self, n: int, item: Item) -> tuple[_Pending, dict[int, tuple[str, tuple[str, ...], int]]]:
         """Item n's pending decisions, with the judge requests to send
@@ -195,7 +230,12 @@ class BatchPlanner:
         cand_ids, cand_scores, committed = self._ids, self._scores, self._committed
         pend = _Pending(item, self.engine.prepare_vectors(item.vectors))
         staged_sims = self._similar_new_records(pend.kept_vectors)
-        lexical = LexicalCandidates.fetch(self, item, base, staged_sims)
+        if staged_sims is not None:
+            # The batch's new records of other scopes are never candidates.
+            other = [j for j, s in enumerate(self.new) if s.scope != item.scope]
+            if other:
+                staged_sims[:, other] = -np.inf
+        lexical = LexicalCandidates.fetch(self, item, base, staged_sims, item.scope)
         first_with_digest: dict[bytes, int] = {}
         for i, (text, digest) in enumerate(zip(item.statements, item.digests)):
             if digest in self.by_digest:
@@ -295,7 +335,7 @@ class BatchPlanner:
     def _create_record(self, item: Item, i: int, kept_vector: F32) -> int:
         """Statement i becomes a new record of the batch; its provisional id."""
         self._staged_vecs[len(self.new)] = kept_vector
-        self.new.append(_Staged(item.statements[i], {item.owner}, item.round))
+        self.new.append(_Staged(item.statements[i], {item.owner}, item.round, item.scope))
         self.origins.append((len(self.plans), i))  # finish appends the item's plan after its statements
         return -len(self.new)
 

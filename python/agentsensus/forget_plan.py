@@ -27,13 +27,16 @@ class ForgetPlan(NamedTuple):
     digests: list[bytes]
 
 
-def plan_forget(owner: str, text: str, rows: Sequence[tuple[int, str, int, str]], policy: MergePolicy) -> ForgetPlan:
+def plan_forget(
+    owner: str, text: str, rows: Sequence[tuple[int, str, int, str]], policy: MergePolicy, scope: str = ""
+) -> ForgetPlan:
     """``rows`` are the record's said rows ``(n, owner, round, text)``, n
     ascending. The record keeps its text when another owner deposited those
     exact words; otherwise the policy folds the other owners' statements,
     oldest first, as if they had merged in that order. The record's vector
     comes from the statement whose text it keeps (else the oldest other
-    one) when the forgetter's statement gave it (row 0)."""
+    one) when the forgetter's statement gave it (row 0). ``scope`` is the
+    record's: its digests are keyed by it."""
     others = [r for r in rows if r[1] != owner]
     last = rows[-1][0] if rows else 0
     if not others:
@@ -52,5 +55,5 @@ def plan_forget(owner: str, text: str, rows: Sequence[tuple[int, str, int, str]]
                 raise ValueError(f"merge policy returned text over {MAX_STATEMENT_BYTES} bytes")
     with_vector = [r for r in others if r[0] != 0]
     source = next((r[0] for r in with_vector if r[3] == kept), with_vector[0][0] if with_vector else 0)
-    digests = sorted({text_digest(t) for t in [*texts, kept]})
+    digests = sorted({text_digest(t, scope) for t in [*texts, kept]})
     return ForgetPlan(text, len(rows), last, kept, source, digests)

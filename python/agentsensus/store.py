@@ -25,7 +25,7 @@ from .batch_keys import BatchKey, batch_digest, check_batch_key, recorded_result
 from .deposit_passes import GuessModel, Passes, acall_judge, call_judge
 from .deposit_plan import BatchPlanner, Item
 from .embedder_setting import no_embed_message, persisted_embed
-from .errors import ContentionError, Error
+from .errors import ContentionError, CorruptStoreError, Error
 from .forget_plan import plan_forget
 from .io.leftovers import remove_abandoned_imports
 from .lexical_recall import build_lexical_index, fused_recall
@@ -34,6 +34,7 @@ from .policies import MergePolicy, resolve
 from .record_history import history_of
 from .record_meta import decode_metadata, encode_where, metadata_per_statement, to_datetime
 from .records import Change, Deposit, Memory, Merge, Stats
+from .scopes import DEFAULT_SCOPE, check_scope
 from .validation import check_k, check_owner, check_query, check_round, check_statements, check_vectors
 
 if TYPE_CHECKING:
@@ -80,8 +81,8 @@ class Store:
     ``embed`` uses it (:mod:`agentsensus.embedder_setting`); a store created
     with an unnamed callable needs ``embed`` again on every open.
 
-    The tuning keyword arguments: ``merge_policy`` (``"keep_shorter"``
-    (default), ``"keep_names"`` or a callable ``(existing, incoming) -> str``),
+    The tuning keyword arguments: ``merge_policy`` (``"keep_names"``
+    (default), ``"keep_shorter"`` or a callable ``(existing, incoming) -> str``),
     ``sync`` (``True``: fsync every commit), ``exact_cutoff`` (owners with
     at most this many records are recalled by an exact scan, and a store of
     at most this many records finds a deposit's candidates so), ``map_size``
@@ -91,6 +92,11 @@ class Store:
     docs/performance.md gives recall@5 against width at 1M records), and
     ``judge_sees_owners`` (``False``: the judge's candidates come with empty
     owner sets; ``True`` shows it who owns each).
+
+    ``scope`` (default ``""``, the default scope): the scope of deposits that
+    name none. Records merge, and are shown to the judge, only within their
+    scope (:mod:`agentsensus.scopes`; docs/reliability.md says what that
+    protects against and what it does not).
 
     ``lexical_candidates`` (default 8; 0 turns them off) adds to each
     statement's vector candidates the records the lexical index (BM25 over
@@ -114,12 +120,13 @@ class Store:
         min_similarity: float = 0.75,
         create: bool = True,
         readonly: bool = False,
-        merge_policy: Union[str, MergePolicy] = "keep_shorter",
+        merge_policy: Union[str, MergePolicy] = "keep_names",
         sync: bool = True,
         exact_cutoff: int = 4096,
         map_size: int = 256 << 20,
         expansion_search: int = 64,
         judge_sees_owners: bool = False,
+        scope: Optional[str] = None,
     ) -> None:
         self._engine: Optional[Any] = None
         if not isinstance(path, (str, os.PathLike)):
@@ -202,6 +209,8 @@ class Store:
         # Candidates are other owners' records: their owner sets reach the
         # judge (an LLM behind an API, maybe) only when the store says so.
         self.judge_sees_owners = judge_sees_owners
+        # The scope deposits go to when they name none (docs/reliability.md, "Scopes").
+        self.scope: str = check_scope(scope) if scope is not None else DEFAULT_SCOPE
         self._lineage = _core.Lineage(
             self._engine
         )  # Planfence tables: opened before any other thread can use the store
@@ -279,8 +288,9 @@ class Store:
 
     # -- the deposit path ------------------------------------------------------
 
-    def _item(self, owner: Any, statements: Any, vectors: Any, round: int) -> Item:
+    def _item(self, owner: Any, statements: Any, vectors: Any, round: int, scope: Optional[str] = None) -> Item:
         owner = check_owner(owner)
+        sc = self.scope if scope is None else check_scope(scope)
         texts = check_statements(statements)
         if vectors is None:
             if self.embed is None:
@@ -290,7 +300,7 @@ class Store:
         else:
             name = "vectors"
         vecs = check_vectors(vectors, len(texts), self.dim, self.metric, name)
-        return Item(owner, texts, vecs, [text_digest(t) for t in texts], round)
+        return Item(owner, texts, vecs, [text_digest(t, sc) for t in texts], round, scope=sc)
 
     def _flow(
         self, items: Sequence[Item], per_item: bool = False, item_writes: Any = None, batch: Optional[BatchKey] = None
@@ -300,6 +310,7 @@ class Store:
         points share it. No transaction is open while it is suspended. A
         batch is judged in passes (deposit_passes.py) unless ``per_item``."""
         engine = self._writable()
+        scopes = [it.scope for it in items]  # one plan per item, in order (BatchPlanner.finish)
         for _ in range(_MAX_ATTEMPTS):
             # A batch key already recorded: the batch committed before (batch_keys.py).
             if batch is not None and (done := recorded_result(engine, batch)) is not None:
@@ -325,10 +336,10 @@ class Store:
                         raise TypeError(f"judge must return a list, got {type(verdicts).__name__}")
                 planner.finish(pending, committed, verdicts)
             if item_writes is None:
-                ok, result = engine.commit(planner.plans, planner.seq, self.min_similarity, batch=batch)
+                ok, result = engine.commit(planner.plans, planner.seq, self.min_similarity, batch=batch, scopes=scopes)
             else:  # LangGraph items ride in the same transaction (integrations/langgraph_items.py)
                 ok, result, *unused = engine.commit(
-                    planner.plans, planner.seq, self.min_similarity, batch=batch, items=item_writes.rows
+                    planner.plans, planner.seq, self.min_similarity, batch=batch, items=item_writes.rows, scopes=scopes
                 )
                 item_writes.unused = unused[0] if ok else []
             if ok:
@@ -375,7 +386,9 @@ class Store:
             done, value = await asyncio.to_thread(step, await acall_judge(j, value))
         return value  # type: ignore[no-any-return]
 
-    def _batch(self, items: Iterable[tuple[str, Sequence[str], Any]], rnd: int) -> list[Item]:
+    def _batch(
+        self, items: Iterable[tuple[str, Sequence[str], Any]], rnd: int, scope: Optional[str] = None
+    ) -> list[Item]:
         batch: list[Item] = []
         for n, it in enumerate(items):
             # A 4th element, when present, is the item's metadata (as deposit takes it).
@@ -383,7 +396,7 @@ class Store:
                 raise TypeError(f"items[{n}] must be a tuple (owner, statements, vectors[, metadata])")
             owner, statements, vectors = it[0], it[1], it[2]
             try:
-                item = self._item(owner, statements, vectors, rnd)
+                item = self._item(owner, statements, vectors, rnd, scope)
                 if len(it) == 4:
                     item.metadata = metadata_per_statement(it[3], len(item.statements))
                 batch.append(item)
@@ -400,6 +413,7 @@ class Store:
         round: int = 0,
         judge: Optional[JudgeFn] = None,
         metadata: Any = None,
+        scope: Optional[str] = None,
     ) -> Deposit:
         """One agent's write, already split into statements. Each statement
         merges into an existing record the judge names, or becomes a new
@@ -409,8 +423,12 @@ class Store:
         ``metadata``: a JSON object (dict) for every statement, or a list of
         one dict (or ``None``) per statement. It becomes ``owner``'s metadata
         of the record each statement ends in, replacing what ``owner`` gave
-        that record before; other owners' metadata of it is theirs and stays."""
-        item = self._item(owner, statements, vectors, check_round(round))
+        that record before; other owners' metadata of it is theirs and stays.
+
+        ``scope`` (default: the store's ``scope``): the statements merge
+        only into records of this scope, and only its records are shown to
+        the judge; a new record is of it for good."""
+        item = self._item(owner, statements, vectors, check_round(round), scope)
         item.metadata = metadata_per_statement(metadata, len(item.statements))
         return self._run([item], judge)[0]
 
@@ -422,6 +440,7 @@ class Store:
         judge: Optional[JudgeFn] = None,
         judge_per_item: bool = False,
         batch_key: Optional[str] = None,
+        scope: Optional[str] = None,
     ) -> list[Deposit]:
         """A round of deposits in one transaction (one fsync). Later items see
         earlier ones, as if deposited one by one. The judge is asked in passes:
@@ -430,9 +449,10 @@ class Store:
         changed, usually one or two. ``judge_per_item=True``: one call per
         item with requests, in order. ``batch_key``: the batch is deposited
         exactly once; a later call with the same key returns the first result
-        and writes nothing (agentsensus.batch_keys)."""
+        and writes nothing (agentsensus.batch_keys). ``scope``: every item's
+        scope, as for ``deposit``."""
         key = None if batch_key is None else check_batch_key(batch_key)
-        batch = self._batch(items, check_round(round))
+        batch = self._batch(items, check_round(round), scope)
         if not batch:
             return []
         bk = None if key is None else (key, batch_digest(batch))
@@ -446,13 +466,14 @@ class Store:
         judge: Optional[JudgeFn] = None,
         judge_per_item: bool = False,
         batch_key: Optional[str] = None,
+        scope: Optional[str] = None,
     ) -> list[Deposit]:
         """``deposit_many`` for asyncio: a coroutine judge answers each item's
         requests of a pass in a call of its own, all calls at once; engine
         work runs in a worker thread. ``batch_key`` as for ``deposit_many``."""
         key = None if batch_key is None else check_batch_key(batch_key)
         rnd, per_item = check_round(round), _check_per_item(judge_per_item)
-        batch = await asyncio.to_thread(self._batch, items, rnd)
+        batch = await asyncio.to_thread(self._batch, items, rnd, scope)
         if not batch:
             return []
         bk = None if key is None else (key, batch_digest(batch))
@@ -467,10 +488,11 @@ class Store:
         round: int = 0,
         judge: Optional[JudgeFn] = None,
         metadata: Any = None,
+        scope: Optional[str] = None,
     ) -> Deposit:
         """``deposit`` for asyncio: the judge may be a coroutine function, and
         engine work runs in a worker thread so the event loop stays free."""
-        item = await asyncio.to_thread(self._item, owner, statements, vectors, check_round(round))
+        item = await asyncio.to_thread(self._item, owner, statements, vectors, check_round(round), scope)
         item.metadata = metadata_per_statement(metadata, len(item.statements))
         return (await self._arun([item], judge))[0]
 
@@ -486,6 +508,7 @@ class Store:
         where: Optional[dict[str, Any]] = None,
         threshold: Optional[float] = None,
         lexical: bool = False,
+        scope: Optional[str] = None,
     ) -> list[Memory]:
         """The ``k`` records ``owner`` owns that are most similar to ``query``
         (a vector, or a str when the store has ``embed``), then, with
@@ -502,10 +525,17 @@ class Store:
         ``lexical=True`` (``query`` a str) ranks the owner's records both by
         vector and by the lexical index and fuses the two rankings
         (reciprocal rank fusion); each hit carries its ``lexical_score``. It
-        takes no ``where`` or ``threshold``."""
+        takes no ``where`` or ``threshold``.
+
+        ``scope`` keeps the hits to ``owner``'s records of that scope (an
+        exact scan of them); ``None`` recalls from every scope ``owner``
+        deposited in."""
         engine = self._handles().engine
         owner = check_owner(owner, existing=True)
         k = check_k(k)
+        sc = None if scope is None else check_scope(scope)
+        if lexical and sc is not None:
+            raise ValueError("recall takes no scope with lexical=True")
         if lexical:
             return fused_recall(self, engine, owner, query, k, bool(expand), where, threshold)
         if isinstance(query, str):
@@ -515,7 +545,10 @@ class Store:
         spec = encode_where(where)
         floor = _check_threshold(threshold)
         q = check_query(query, self.dim, self.metric)
-        rows = engine.recall_where(owner, q, k, bool(expand), spec, floor)
+        if sc is None:
+            rows = engine.recall_where(owner, q, k, bool(expand), spec, floor)
+        else:
+            rows = engine.recall_scoped(owner, sc, q, k, bool(expand), spec, floor)
         return [
             Memory(i, t, frozenset(o), r, s, v, decode_metadata(m), to_datetime(c), to_datetime(u))
             for i, t, o, r, s, v, c, u, m in rows
@@ -548,7 +581,8 @@ class Store:
         owner, rid = check_owner(owner, existing=True), _check_id(id)
         for _ in range(_MAX_ATTEMPTS):
             text, rows = engine.said(rid)
-            if engine.forget(owner, rid, *plan_forget(owner, text, rows, self._policy)):
+            plan = plan_forget(owner, text, rows, self._policy, engine.scope_of(rid))
+            if engine.forget(owner, rid, *plan):
                 return
         raise ContentionError(
             f"forget gave up after {_MAX_ATTEMPTS} attempts: concurrent commits kept changing record {rid}"
@@ -578,14 +612,15 @@ class Store:
 
         engine = self._writable()
         owner, rid = check_owner(owner, existing=True), _check_id(id)
-        item = self._item(owner, [text], None if vector is None else [vector], check_round(round))
+        # The new text stays in the record's scope (its digest is keyed by it).
+        item = self._item(owner, [text], None if vector is None else [vector], check_round(round), engine.scope_of(rid))
         meta = "" if metadata is None else check_metadata(metadata)
         for _ in range(_MAX_ATTEMPTS):
             current = self.get(rid)
             if owner not in current.owners:
                 raise KeyError(f"record {rid} is not owned by {owner!r}")
             if len(current.owners) > 1:
-                got = self.deposit(owner, [text], item.vectors, round=item.round, metadata=metadata)
+                got = self.deposit(owner, [text], item.vectors, round=item.round, metadata=metadata, scope=item.scope)
                 if got.ids[0] != rid:
                     self.forget(owner, rid)
                 return got.ids[0]
@@ -607,26 +642,31 @@ class Store:
         when absent."""
         return history_of(self._handles().engine, _check_id(id))
 
-    def delete_all(self, owner: str) -> int:
+    def delete_all(self, owner: str, *, progress: Optional[Callable[[int, int], None]] = None) -> int:
         """``owner`` forgets every record it owns (``forget``, one commit
         each); returns how many. Records others own stay, without
-        ``owner``'s words."""
+        ``owner``'s words. ``progress(done, total)`` is called after each."""
         self._writable()
         owner = check_owner(owner, existing=True)
         ids = self.owned(owner)
-        for rid in ids:
+        for n, rid in enumerate(ids, 1):
             self.forget(owner, rid)
+            if progress is not None:
+                progress(n, len(ids))
         return len(ids)
 
-    def reset(self) -> int:
+    def reset(self, *, progress: Optional[Callable[[int, int], None]] = None) -> int:
         """Every owner forgets everything: the store is left with no
         records (its identity, dim, metric and Planfence lineage stay);
-        returns how many records there were. One commit per (owner, record)."""
+        returns how many records there were. One commit per (owner, record);
+        ``progress(records gone, records at the start)`` after each owner."""
         self._writable()
         n = self.stats().records
         for owner in list(self._handles().engine.owner_names()):
             if self.owned(owner):
                 self.delete_all(owner)
+                if progress is not None:
+                    progress(n - self.stats().records, n)
         return n
 
     def stats(self) -> Stats:
@@ -659,12 +699,28 @@ class Store:
         vector or no owner). Needs exclusive use of the store: close it in
         other processes first."""
         engine = self._writable()
-        digests: list[tuple[int, bytes]] = [(m.id, text_digest(m.text)) for m in self.records()]
-        for rid, _ in list(digests):  # the statements forget may have left in said rows only
-            digests += [(rid, text_digest(said[3])) for said in engine.said(rid)[1]]
+        texts: list[tuple[int, str]] = [(m.id, m.text) for m in self.records()]
+        for rid, _ in list(texts):  # the statements forget may have left in said rows only
+            texts += [(rid, said[3]) for said in engine.said(rid)[1]]
         for m in self.merges():
-            digests += [(m.survivor, text_digest(m.kept)), (m.survivor, text_digest(m.discarded))]
-        engine.repair(digests)
+            texts += [(m.survivor, m.kept), (m.survivor, m.discarded)]
+        # Each digest is keyed by its record's scope, as the deposit that wrote it.
+        ids = sorted({rid for rid, _ in texts})
+        try:
+            scope_of = dict(zip(ids, engine.scopes_of(ids)))
+        except CorruptStoreError:  # a damaged scope row: that record is dropped, its digests do not matter
+            scope_of = {rid: _scope_or_default(engine, rid) for rid in ids}
+        engine.repair([(rid, text_digest(t, scope_of[rid])) for rid, t in texts])
+
+    def scope_of(self, id: int) -> str:
+        """The scope of record ``id`` (``""``: the default scope), given by
+        the deposit that created it; ``KeyError`` when absent."""
+        return str(self._handles().engine.scope_of(_check_id(id)))
+
+    def scopes(self) -> list[str]:
+        """Every scope a deposit named, in the order the store met them (the
+        default scope ``""`` is not listed)."""
+        return list(self._handles().engine.scope_names())
 
     def merges(self) -> Iterator[Merge]:
         """The merge log, oldest first."""
@@ -692,6 +748,13 @@ def _check_threshold(threshold: Any) -> float:
     if threshold != threshold:
         raise ValueError("threshold must not be NaN")
     return float(threshold)
+
+
+def _scope_or_default(engine: Any, rid: int) -> str:
+    try:
+        return str(engine.scope_of(rid))
+    except CorruptStoreError:
+        return DEFAULT_SCOPE
 
 
 def _check_id(id: Any) -> int:

@@ -14,9 +14,11 @@ The items themselves (key, JSON value, timestamps, the records their texts
 ended in) live in the store's own LMDB environment (see
 :mod:`.langgraph_items`): a record holds text and owners, not values. A put
 is one transaction: its deposit and its item row commit together, so they
-cannot disagree after a crash. Records an item no longer uses are forgotten
-by their owner right after, in transactions of their own; a crash between
-leaves such a record owned but unused, which searches skip.
+cannot disagree after a crash. A record an item no longer uses is
+forgotten in the same transaction when only its owner held it; one that
+other owners share is forgotten right after, in a transaction of its own
+(the merge policy picks the text that stays), so a crash between leaves
+such a record owned but unused, which searches skip.
 
 ``index`` takes LangGraph's ``IndexConfig`` keys (``dims``, ``embed``,
 ``fields``) and ``distance_type`` (``"cosine"``, ``"inner_product"`` or

@@ -16,6 +16,7 @@ One JSON object per line, each with a ``"type"``, in this order:
   ``n`` 0, whose vector is the record's, its ``vector`` as above), and,
   when the store has them, ``created_at``/``updated_at`` (microseconds since
   the epoch) and ``metadata`` (owner name -> that owner's metadata object),
+  and ``scope`` (its scope's name; left out for the default scope ``""``),
   one per record in id order;
 - ``merge``: ``seq``, ``survivor``, ``kept``, ``discarded``, ``owner``,
   ``round``, the merge log oldest first;
@@ -108,7 +109,8 @@ def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
             return
         # Times and metadata (side tables): at most one row per record of this page.
         meta = {m[0]: m for m in engine.meta_dump(after, _PAGE) if m[0] <= rows[-1][0]}
-        for (rid, text, owners, rnd, deposit, edges, digests, said), vec in zip(rows, vectors):
+        scopes = engine.scopes_of([r[0] for r in rows])  # a record's scope never changes: any snapshot agrees
+        for (rid, text, owners, rnd, deposit, edges, digests, said), vec, scope in zip(rows, vectors, scopes):
             yield {
                 "type": "record",
                 "id": rid,
@@ -130,6 +132,7 @@ def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
                     for n, o, r, t, vb in said
                 ],
                 **_record_meta_fields(meta.get(rid)),
+                **({"scope": scope} if scope else {}),
             }
         after = rows[-1][0]
 

@@ -26,6 +26,7 @@ from .. import _core
 from ..errors import Error
 from ..planfence.fence import value_digest
 from ..record_meta import check_metadata
+from ..scopes import check_scope
 from .batch_keys_io import BatchKeyLoader
 from .export import FORMAT
 from .items_io import ItemLoader
@@ -106,6 +107,7 @@ class _Loader:
         self.counters = (_uint(counters, "next_id"), _uint(counters, "next_merge"), _uint(counters, "deposits"))
         self.format: int = header["format"]
         self.rows: list[tuple[Any, ...]] = []
+        self.scopes: list[str] = []  # per row, its scope ("" the default; format 4 names others)
         self.vectors: list[np.ndarray] = []
         self.merges: list[tuple[Any, ...]] = []
         self.meta: list[tuple[Any, ...]] = []  # (id, created, updated, [(owner, json)]) of the batch's records
@@ -121,7 +123,7 @@ class _Loader:
             return
         vectors = np.stack(self.vectors) if self.vectors else np.zeros((0, self.dim), np.float32)
         try:
-            self.engine.load(self.agents, self.rows, vectors, self.merges, None)
+            self.engine.load(self.agents, self.rows, vectors, self.merges, None, scopes=self.scopes)
             if self.meta:
                 self.engine.load_meta(self.meta)  # after its records, which it names
         except (ValueError, KeyError) as e:
@@ -130,7 +132,7 @@ class _Loader:
         self.first_line = None
         self.counts["record"] += len(self.rows)
         self.counts["merge"] += len(self.merges)
-        self.rows, self.vectors, self.merges, self.meta = [], [], [], []
+        self.rows, self.vectors, self.merges, self.meta, self.scopes = [], [], [], [], []
         if self.progress:
             self.progress(self.counts["record"], self.total)
 
@@ -167,6 +169,13 @@ class _Loader:
                     raise _Bad(f"a 'said' vector holds {len(vec)} bytes, not {4 * self.dim}")
                 vec = np.frombuffer(vec, dtype="<f4").astype(np.float32).tobytes()
             said.append((_uint(st, "n"), _get(st, "owner", str), _uint(st, "round"), _get(st, "text", str), vec))
+        scope = _get(row, "scope", str) if "scope" in row else ""
+        if scope:
+            try:
+                check_scope(scope)
+            except (TypeError, ValueError) as e:
+                raise _Bad(str(e)) from None
+        self.scopes.append(scope)
         self.rows.append(
             (rid, _get(row, "text", str), owners, _uint(row, "round"), _uint(row, "deposit"), edges, digests, said)
         )
