@@ -65,11 +65,11 @@ void bind_items_impl(py::module_& m) {
             std::vector<ItemRef> unused;
             {
                 py::gil_scoped_release nogil;
-                unused = st.items().write_alone(st.env(), w);
+                unused = st.write_items(w);
             }
             return item_refs(unused);
         },
-        py::arg("items"), "Applies item writes in one transaction; returns the refs no item uses any more.");
+        py::arg("items"), "Applies item writes in one transaction (with the forget of records only their owner held); returns the other refs no item uses any more.");
     engine.def(
         "item_get",
         [](Engine& e, const std::string& ns, const std::string& key) -> py::object {

@@ -199,12 +199,6 @@ std::vector<ItemRef> ItemTable::write(MDB_txn* txn, const std::vector<ItemWrite>
     return unused;
 }
 
-std::vector<ItemRef> ItemTable::write_alone(Env& env, const std::vector<ItemWrite>& writes) {
-    std::vector<ItemRef> unused;
-    env.write([&](MDB_txn* txn) { unused = write(txn, writes, {}, {}); });
-    return unused;
-}
-
 std::optional<ItemRow> ItemTable::get(Env& env, std::string_view ns, std::string_view key) {
     if (!present_) return std::nullopt;
     const std::string k = item_key(ns, key);

@@ -61,8 +61,6 @@ public:
     std::vector<ItemRef> write(MDB_txn* txn, const std::vector<ItemWrite>& writes,
                                const std::vector<std::vector<uint64_t>>& deposit_ids,
                                const std::vector<std::string>& deposit_owners);
-    // write() in a transaction of its own.
-    std::vector<ItemRef> write_alone(Env& env, const std::vector<ItemWrite>& writes);
 
     std::optional<ItemRow> get(Env& env, std::string_view ns, std::string_view key);
     // Items whose namespace is prefix or continues it ("" for all), key order.
