@@ -23,7 +23,7 @@ def test_new_statements_become_records_linked_pairwise(store):
 
 def test_judge_merge_unions_owner_sets_and_logs(store_path):
     judge = RecordingJudge(lambda s, c: s.split()[-1] == c.split()[-1])
-    with Store(store_path, dim=DIM, judge=judge, min_similarity=0.5) as s:
+    with Store(store_path, dim=DIM, judge=judge, min_similarity=0.5, merge_policy="keep_shorter") as s:
         a = s.deposit("alice", ["Claudius poisoned the king"], unit(1)[None], round=3)
         b = s.deposit(
             "bob", ["The king was poisoned by Claudius, uncle of Hamlet, the king"], near(unit(1), 9)[None], round=4

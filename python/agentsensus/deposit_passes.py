@@ -82,6 +82,7 @@ class GuessModel:
         self.cut = -math.inf  # before any answer: guess the best candidate
 
     def learn(self, req: JudgeRequest, verdict: Optional[int]) -> None:
+        """Notes one answer: the request's best score and whether the judge named that candidate."""
         self.samples.append((_score(req.candidates[0]), verdict == req.candidates[0].id))
 
     def refit(self) -> None:
@@ -100,6 +101,7 @@ class GuessModel:
                 below += pts[i][1]
 
     def names(self, c: Memory) -> bool:
+        """Whether the judge likely names candidate ``c`` (its score reaches the cut)."""
         return _score(c) >= self.cut
 
 
