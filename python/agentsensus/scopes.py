@@ -3,10 +3,11 @@
 A deposit names a scope (``Store.deposit(..., scope=...)``, or the store's
 ``scope`` default). Its statements merge only into records of that scope,
 only that scope's records are candidates, exact duplicates and judge
-requests, and a new record stays in it for good. The engine enforces it
-(cpp/scopes.cpp): a commit naming a record of another scope is refused. The
-default scope is ``""``: every record of a store written before scopes is in
-it. docs/reliability.md, "Scopes", says what scopes protect against.
+requests, and a new record stays in it for good. The engine enforces it:
+a commit naming a record of another scope is refused. The default scope is
+``""``: every record of a store written before scopes is in it.
+docs/reliability.md, "Scopes: who may see what", says what scopes protect
+against and what they do not.
 """
 
 from __future__ import annotations

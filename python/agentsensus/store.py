@@ -209,7 +209,7 @@ class Store:
         # Candidates are other owners' records: their owner sets reach the
         # judge (an LLM behind an API, maybe) only when the store says so.
         self.judge_sees_owners = judge_sees_owners
-        # The scope deposits go to when they name none (docs/reliability.md, "Scopes").
+        # The scope deposits go to when they name none (docs/reliability.md, "Scopes: who may see what").
         self.scope: str = check_scope(scope) if scope is not None else DEFAULT_SCOPE
         self._lineage = _core.Lineage(
             self._engine
