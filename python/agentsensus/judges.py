@@ -1,7 +1,8 @@
 """Equivalence judges: ``judge(requests) -> list[int | None]``.
 
 A judge gets one :class:`JudgeRequest` for every statement that has
-candidates (nearest records at or above the store's ``min_similarity``), and
+candidates (nearest records at or above the store's ``min_similarity``, then
+the records the lexical index ranks highest for its words), and
 answers for each request, in order, the id of the candidate that states the
 same fact, or ``None``. It may be a plain function or (with
 ``Store.adeposit`` and ``Store.adeposit_many``) a coroutine function. It never
@@ -31,7 +32,10 @@ __all__ = ["JudgeRequest", "Judge", "exact", "threshold", "never", "llm"]
 @dataclass(frozen=True)
 class JudgeRequest:
     """One statement to judge: its text, who deposited it, and the candidate
-    records (``Memory`` with ``score`` set), best first."""
+    records: ``Memory`` with ``score`` (the similarity) and ``lexical_score``
+    (BM25 over shared words) set, the vector candidates best first by
+    ``score``, then the lexical ones best first by ``lexical_score`` (their
+    ``score`` may be below ``min_similarity``)."""
 
     statement: str
     owner: str
