@@ -43,6 +43,7 @@ the judge's earlier answers; else no match.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import math
 from collections import deque
@@ -55,7 +56,8 @@ from .records import Memory
 __all__ = ["JudgeCall", "GuessModel", "Passes", "call_judge", "acall_judge"]
 
 # A request as the judge saw it: equal keys, equal requests.
-_Key = tuple[str, str, tuple[Memory, ...]]
+_Key = tuple[str, str, tuple[tuple[Any, ...], ...]]
+_FIELDS = [f.name for f in dataclasses.fields(Memory)]
 _Stable = tuple[int, ...]
 
 
@@ -69,7 +71,12 @@ class JudgeCall(list):  # type: ignore[type-arg]  # list[JudgeRequest], as every
 
 
 def _key(r: JudgeRequest) -> _Key:
-    return (r.statement, r.owner, tuple(r.candidates))
+    # every field of every candidate; a NaN score (no such number) equals itself here
+    return (
+        r.statement,
+        r.owner,
+        tuple(tuple("nan" if v != v else v for v in (getattr(c, f) for f in _FIELDS)) for c in r.candidates),
+    )
 
 
 class GuessModel:
