@@ -269,3 +269,21 @@ def test_every_record_holds_statements_of_one_scope(tmp_path_factory, batch):
             said = s._handles().engine.said(rid)[1]
             assert {row[1] for row in said} <= {o for o, _ in deposited}
         assert s.verify() == []
+
+
+def test_a_schema_2_store_has_everything_in_the_default_scope(store_path):
+    with Store(store_path, dim=DIM) as s:
+        old = s.deposit("alice", ["an old fact"], unit(1)[None]).ids[0]
+    env = lmdb.open(store_path, max_dbs=64, subdir=True, lock=True)
+    with env.begin(write=True) as t:  # as a schema-2 build left it: no scope tables
+        for name in (b"scopes", b"scoped", b"scope_names", b"scopes_by_name"):
+            t.drop(env.open_db(name, txn=t), delete=True)
+        t.put(b"schema", struct.pack("=I", 2), db=env.open_db(b"meta", txn=t))
+    env.close()
+    with Store(store_path, readonly=True) as s:
+        assert s.verify() == [] and s.scope_of(old) == "" and s.scopes() == []
+        assert [m.id for m in s.recall("alice", unit(1), scope="")] == [old]
+    with Store(store_path) as s:  # a writable open creates the tables empty
+        assert s.deposit("bob", ["AN OLD FACT"], unit(2)[None]).ids == [old]  # the old digest still matches
+        assert s.deposit("carol", ["an old fact"], unit(3)[None], scope="new").ids != [old]
+        assert s.verify() == []
