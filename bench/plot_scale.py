@@ -4,7 +4,7 @@ as JSON and draws them as one SVG (log-log panels, written by hand).
 
     python bench/plot_scale.py                                   # clustered corpus, 10k/100k/1M
     python bench/plot_scale.py --sizes 10000,100000 --kind hard  # the near-tie corpus
-    python bench/plot_scale.py --replot bench/results/scale-clustered.json --svg docs/img/scale.svg
+    python bench/plot_scale.py --replot bench/results/scale-*.json --svg docs/img/scale.svg
 
 Per size, on the cached store of bench/scale_stores.py (built on first use):
 - recall: p50 of 200 warm owner-scoped recalls (k=5, expand) per
@@ -75,12 +75,12 @@ def view_raw(path: str, *, view: bool = True):
     return Index.restore(raw_index_file(path), view=view)
 
 
-def measure_recall(n: int, kind: str, path: str) -> dict:
+def measure_recall(n: int, kind: str, path: str, width: int = 64) -> dict:
     qs = corpus_queries(n, QUERIES, seed=97, kind=kind)
     raw = view_raw(path)
     raw.expansion_search = 64
     out = {}
-    with Store(path, create=False, readonly=True) as s:
+    with Store(path, create=False, readonly=True, expansion_search=width) as s:
         for share, owner in SCALE_SELECTIVITY.items():
             truth = exact_top(n, owner, qs, kind=kind)
             got = [{m.id for m in s.recall(owner, q, k=K) if m.via == "hit"} for q in qs]  # warm-up pass
@@ -244,10 +244,10 @@ def measure_cold(n: int, kind: str, path: str, drop: bool) -> dict:
     }
 
 
-def measure(n: int, kind: str, deposit_rounds: int, drop: bool) -> dict:
+def measure(n: int, kind: str, deposit_rounds: int, drop: bool, skip: frozenset = frozenset(), width: int = 64) -> dict:
     path = corpus_store(n, kind=kind)
     files = {f: os.path.getsize(os.path.join(path, f)) for f in os.listdir(path) if not f.startswith(".")}
-    row: dict = {"n": n, "kind": kind, "load_before": os.getloadavg()[0]}
+    row: dict = {"n": n, "kind": kind, "expansion_search": width, "load_before": os.getloadavg()[0]}
     row["sizes"] = {
         "index_bytes": files.get("index.usearch", 0),
         "lmdb_bytes": files.get("data.mdb", 0),
@@ -257,13 +257,15 @@ def measure(n: int, kind: str, deposit_rounds: int, drop: bool) -> dict:
     print(f"{n:,} ({kind}): sizes {row['sizes']}", file=sys.stderr)
     row["cold"] = measure_cold(n, kind, path, drop)  # first: nothing of this run has touched the files yet
     print(f"  cold {row['cold']}", file=sys.stderr)
-    row["recall"] = measure_recall(n, kind, path)
+    row["recall"] = measure_recall(n, kind, path, width)
     row["open"] = measure_open(n, kind, path)
     print(f"  open {row['open']}", file=sys.stderr)
-    row["deposit"] = measure_deposit(n, path, deposit_rounds)
-    print(f"  deposit {row['deposit']}", file=sys.stderr)
-    row["verify"] = measure_verify(path)
-    print(f"  verify {row['verify']}", file=sys.stderr)
+    if "deposit" not in skip:  # a copy of the store: minutes at 1M
+        row["deposit"] = measure_deposit(n, path, deposit_rounds)
+        print(f"  deposit {row['deposit']}", file=sys.stderr)
+    if "verify" not in skip:
+        row["verify"] = measure_verify(path)
+        print(f"  verify {row['verify']}", file=sys.stderr)
     row["load_after"] = os.getloadavg()[0]
     return row
 
@@ -307,6 +309,11 @@ def panel(x0: float, y0: float, w: float, h: float, title: str, unit: str, xs, s
     return out
 
 
+def _get(row: dict, measure: str, field: str):
+    """A time in seconds, or None where the measure was skipped (no point drawn)."""
+    return row[measure][field] / 1e3 if measure in row else None
+
+
 def _si(v: float) -> str:
     for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if v >= div:
@@ -339,8 +346,8 @@ def svg(rows: list[dict]) -> str:
             "deposit, 1 statement",
             "s",
             [
-                ("engine", ENGINE, False, [r["deposit"]["ms"] / 1e3 for r in rows]),
-                ("raw usearch", LIMIT, True, [r["deposit"]["raw_ms"] / 1e3 for r in rows]),
+                ("engine", ENGINE, False, [_get(r, "deposit", "ms") for r in rows]),
+                ("raw usearch", LIMIT, True, [_get(r, "deposit", "raw_ms") for r in rows]),
             ],
         ),
         (
@@ -355,8 +362,8 @@ def svg(rows: list[dict]) -> str:
             "verify",
             "s",
             [
-                ("engine", ENGINE, False, [r["verify"]["ms"] / 1e3 for r in rows]),
-                ("raw lmdb read", LIMIT, True, [r["verify"]["raw_ms"] / 1e3 for r in rows]),
+                ("engine", ENGINE, False, [_get(r, "verify", "ms") for r in rows]),
+                ("raw lmdb read", LIMIT, True, [_get(r, "verify", "raw_ms") for r in rows]),
             ],
         ),
         (
@@ -401,7 +408,9 @@ def main() -> None:
     ap.add_argument("--deposits", type=int, default=50, help="single-statement deposits timed per size")
     ap.add_argument("--json", help="where to write the numbers (default bench/results/scale-KIND.json)")
     ap.add_argument("--svg", help="where to draw them (default: beside the JSON)")
-    ap.add_argument("--replot", help="draw an existing JSON instead of measuring")
+    ap.add_argument("--expansion-search", type=int, default=64, help="Store(expansion_search=...) for the recall runs")
+    ap.add_argument("--skip", default="", help="comma-separated measures to leave out: deposit, verify")
+    ap.add_argument("--replot", nargs="+", help="draw existing JSON files (their rows together) instead of measuring")
     ap.add_argument(
         "--cold",
         choices=["drop", "copy"],
@@ -410,8 +419,11 @@ def main() -> None:
     )
     a = ap.parse_args()
     if a.replot:
-        with open(a.replot) as f:
-            report = json.load(f)
+        rows = []
+        for name in a.replot:
+            with open(name) as f:
+                rows += json.load(f)["rows"]
+        report = {"rows": sorted(rows, key=lambda r: r["n"])}
     else:
         from datasets import KINDS
 
@@ -426,7 +438,16 @@ def main() -> None:
         t0 = time.perf_counter()
         rows = []
         for i, n in enumerate(sizes):
-            rows.append(measure(n, a.kind, a.deposits, a.cold == "drop"))
+            rows.append(
+                measure(
+                    n,
+                    a.kind,
+                    a.deposits,
+                    a.cold == "drop",
+                    frozenset(filter(None, a.skip.split(","))),
+                    a.expansion_search,
+                )
+            )
             progress("sizes measured", i + 1, len(sizes), t0)
         report = {"machine": {"cpus": os.cpu_count(), "cpu": platform.processor()}, "rows": rows}
     out = a.json or os.path.join(HERE, "results", f"scale-{report['rows'][0]['kind']}.json")
