@@ -5,6 +5,9 @@ same run (medians of repeated calls; docs/scale.md quotes the output).
   python bench/ray_bench.py check     # a Planfence check over 4 owners: Ray actors, HTTP, local
   python bench/ray_bench.py reopen --records 100000
                                       # reopen after SIGKILL with and without a checkpoint
+  python bench/ray_bench.py nodekill  # recovery after the store actor's node is killed
+  python bench/ray_bench.py rounds    # round wall time on 1, 2, 4 nodes against the ideal
+  python bench/ray_bench.py shards    # judge wall time per round, one store against place shards
 
 The cluster is agentsensus.ray.local_cluster: 127.0.0.1 only, token
 authentication on, 1 CPU and 100 MB of object store per node. Runs against
@@ -253,6 +256,242 @@ def bench_reopen(args: argparse.Namespace) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+# ---------------------------------------------------------------- nodekill
+
+#: Ray's health checks tuned so a dead node is noticed in about 1.5 s (defaults: 3 s x 5 failures).
+TUNED_HEALTH = {
+    "health_check_initial_delay_ms": 0,
+    "health_check_period_ms": 500,
+    "health_check_timeout_ms": 500,
+    "health_check_failure_threshold": 3,
+}
+
+
+def bench_nodekill(args: argparse.Namespace) -> None:
+    """Kills the store actor's node between two keyed rounds, starts a
+    replacement node with the same resource at once, and times from the kill
+    to the first round the restarted actor acknowledges."""
+    import ray
+    from agentsensus import judges
+    from agentsensus.ray import RemoteStore, StoreActor, local_cluster, node_resource, on_node
+    from agentsensus.ray.loopback import LOOPBACK
+
+    dim = 64
+    config = None if args.default_health else TUNED_HEALTH
+    base = tempfile.mkdtemp(prefix="ray-bench-kill-")
+    try:
+        with local_cluster([{}, {node_resource("disk"): 1}], system_config=config) as cluster:
+            actor = StoreActor.options(**on_node("disk"), max_restarts=args.trials + 1).remote(
+                os.path.join(base, "s"), dim=dim, judge=judges.exact, checkpoint_every=5
+            )
+            store = RemoteStore(actor, retry_for=300)
+            vecs = unit_rows(64 * (args.trials + 1) * 4, dim, 3)
+            n = [0]
+
+            def round_() -> None:
+                items = [(f"a{i}", [f"fact {n[0]}-{i}"], vecs[n[0] * 64 + i : n[0] * 64 + i + 1]) for i in range(64)]
+                store.deposit_many(items, round=n[0], batch_key=f"round-{n[0]}")
+                n[0] += 1
+
+            round_()
+            times, starts = [], []
+            for _ in range(args.trials):
+                node_id = ray.get(actor.info.remote())["node"]
+                victim = next(x for x in cluster.list_all_nodes() if x.node_id == node_id)
+                t = time.perf_counter()
+                cluster.remove_node(victim, allow_graceful=False)
+                t_add = time.perf_counter()
+                cluster.add_node(
+                    node_ip_address=LOOPBACK,
+                    num_cpus=1,
+                    object_store_memory=100 << 20,
+                    resources={node_resource("disk"): 1},
+                )
+                starts.append(time.perf_counter() - t_add)
+                round_()
+                times.append(time.perf_counter() - t)
+                print(
+                    f"  recovered in {times[-1]:.2f} s (starting the replacement node took {starts[-1]:.2f} s)",
+                    flush=True,
+                )
+            st = store.stats()
+            assert st.deposits == 64 * n[0] and store.verify() == [], st
+            store.shutdown()
+        which = "Ray's default health checks" if args.default_health else "tuned health checks (0.5 s x 3)"
+        print(
+            f"\nnode kill -> first acknowledged round on the restarted actor, {which}, "
+            f"median of {args.trials}: {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}); "
+            f"of it, starting the replacement node (add_node, in this thread): {statistics.median(starts):.2f} s"
+        )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- rounds
+
+
+class Observe:
+    """A policy that observes: the decision's cost is the simulated model call alone."""
+
+    def __call__(self) -> "Observe":
+        return self
+
+    def decide(self, agent: str, view: Any) -> Any:
+        from agentsensus.sim.actions import Action
+
+        return Action("observe", agent)
+
+
+def bench_rounds(args: argparse.Namespace) -> None:
+    """Round wall time of AGENTS agents whose decisions each wait LATENCY
+    seconds (a simulated model call), at most CAP at a time per node, on
+    1, 2 and 4 nodes of a local cluster; against the ideal
+    ceil(agents / (cap * nodes)) * latency. Each round is what the Ray
+    simulation does: one recall_many, the decisions in one agent group per
+    node, one keyed deposit_many."""
+    import math
+
+    import ray
+    from agentsensus.ray import RemoteStore, StoreActor, local_cluster
+    from agentsensus.sim.agent_policy import AgentView
+    from agentsensus.sim.ray_runner import _group_class
+    from agentsensus.sim.stm import ShortTermMemory
+
+    dim, agents = 64, args.agents
+    vecs = unit_rows(agents * (args.rounds + 1), dim, 4)
+    rows = []
+    for nodes in args.nodes:
+        base = tempfile.mkdtemp(prefix="ray-bench-rounds-")
+        try:
+            with local_cluster([{} for _ in range(nodes)]):
+                store = RemoteStore(StoreActor.remote(os.path.join(base, "s"), dim=dim))
+                Group = _group_class()
+                groups = [Group.remote(Observe(), args.cap, args.latency) for _ in range(nodes)]
+                placed = set(ray.get([g.node.remote() for g in groups]))
+                times = []
+                for r in range(args.rounds + 1):  # the first round warms up
+                    t = time.perf_counter()
+                    names = [f"agent{i}" for i in range(agents)]
+                    found = store.recall_many([(a, vecs[i]) for i, a in enumerate(names)], k=5)
+                    views = [
+                        (a, AgentView(a, r, "hall", [], ShortTermMemory(), [m.text for m in f]))
+                        for a, f in zip(names, found)
+                    ]
+                    refs = [g.decide_many.remote(views[i :: len(groups)]) for i, g in enumerate(groups)]
+                    ray.get(refs)
+                    items = [
+                        (a, [f"{a} in round {r}"], vecs[agents * r + i : agents * r + i + 1])
+                        for i, a in enumerate(names)
+                    ]
+                    store.deposit_many(items, round=r, batch_key=f"round-{r}")
+                    if r:
+                        times.append(time.perf_counter() - t)
+                ideal = math.ceil(agents / (args.cap * nodes)) * args.latency
+                rows.append((nodes, len(placed), statistics.median(times), ideal))
+                print(f"  {nodes} node(s): median round {rows[-1][2]:.2f} s (ideal {ideal:.2f} s)", flush=True)
+                for g in groups:
+                    ray.kill(g, no_restart=True)
+                store.shutdown()
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    print(
+        f"\n{agents} agents, {args.latency} s a decision, at most {args.cap} at once per node, median of {args.rounds} rounds:"
+    )
+    for nodes, placed, med, ideal in rows:
+        print(
+            f"  {nodes} node(s) ({placed} holding groups): {med:6.2f} s a round, ideal {ideal:5.2f} s ({med / ideal:4.2f}x)"
+        )
+
+
+# ---------------------------------------------------------------- shards
+
+PLACES = [f"place{i}" for i in range(16)]
+
+
+def shard_world(seed: int, rounds: int, cross: float) -> list[list[tuple[str, str, list[str], np.ndarray]]]:
+    """Rounds of (place, witness, statements, vectors): 8 witnesses at each of
+    16 places report events of their place; with probability ``cross`` an
+    event is also reported, in the same words, by a witness of another place."""
+    rng = np.random.default_rng(seed)
+    dim = 64
+    out = []
+    for r in range(rounds):
+        batch = []
+        for p in range(len(PLACES)):
+            events = [(p, r, e) for e in range(2)]
+            for w in range(8):
+                e = events[int(rng.integers(2))]
+                v = unit_rows(1, dim, 10_000 * e[0] + 100 * e[1] + e[2])
+                batch.append((PLACES[p], f"w{p}-{w}", [f"at {PLACES[e[0]]} in round {e[1]}: event {e[2]}"], v))
+                if rng.random() < cross:
+                    q = (p + 1 + int(rng.integers(len(PLACES) - 1))) % len(PLACES)
+                    batch.append((PLACES[q], f"w{q}-{w}", [f"at {PLACES[e[0]]} in round {e[1]}: event {e[2]}"], v))
+        out.append(batch)
+    return out
+
+
+class SlowJudge:
+    """Merges a statement into a candidate with the same text, after JUDGE_S seconds a call (a model call)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __call__(self, requests: list[Any]) -> list[Any]:
+        time.sleep(self.seconds)
+        return [next((c.id for c in r.candidates if c.text == r.statement), None) for r in requests]
+
+
+def bench_shards(args: argparse.Namespace) -> None:
+    """Judge wall time per round, one StoreActor against K place shards, with
+    a judge that takes JUDGE_S a call, the judge asked in passes (the
+    default) and once per item; and records and merges of both on a world
+    where no event crosses places and on one where some do."""
+    from agentsensus.ray import RemoteStore, ShardedStore, StoreActor, local_cluster
+
+    dim = 64
+    print(
+        f"{len(PLACES)} places x 8 witnesses, {args.rounds} rounds, a judge of {args.judge_s * 1000:.0f} ms a call, "
+        f"{args.shards} shards; medians over the rounds after the first",
+        flush=True,
+    )
+    with local_cluster([{}], num_cpus=2):
+        for cross in (0.0, args.cross):
+            for per_item in (False, True):
+                base = tempfile.mkdtemp(prefix="ray-bench-shards-")
+                try:
+                    world = shard_world(7, args.rounds + 1, cross)
+                    opts = dict(dim=dim, judge=SlowJudge(args.judge_s), min_similarity=0.5)
+                    one = RemoteStore(StoreActor.remote(os.path.join(base, "one"), **opts))
+                    actors = [StoreActor.remote(os.path.join(base, f"s{i}"), **opts) for i in range(args.shards)]
+                    sharded = ShardedStore(actors)
+                    t_one, t_sh = [], []
+                    for r, batch in enumerate(world):
+                        items = [(w, texts, v) for _, w, texts, v in batch]
+                        t = time.perf_counter()
+                        one.deposit_many(items, round=r, judge_per_item=per_item)
+                        t_one.append(time.perf_counter() - t)
+                        t = time.perf_counter()
+                        sharded.deposit_many(items, places=[p for p, *_ in batch], round=r, judge_per_item=per_item)
+                        t_sh.append(time.perf_counter() - t)
+                    s1, s2 = one.stats(), sharded.stats()
+                    world_name = (
+                        f"{cross:.0%} of reports also from another place" if cross else "no event crosses places"
+                    )
+                    mode = "judge per item" if per_item else "judge in passes"
+                    m1, m2 = statistics.median(t_one[1:]), statistics.median(t_sh[1:])
+                    print(
+                        f"  {world_name}, {mode}: one store {m1:6.3f} s a round ({s1.records} records, "
+                        f"{s1.merges} merges) | sharded {m2:6.3f} s ({s2.records} records, {s2.merges} merges) "
+                        f"| {m1 / m2:4.1f}x",
+                        flush=True,
+                    )
+                    one.shutdown()
+                    for a in actors:
+                        RemoteStore(a).shutdown()
+                finally:
+                    shutil.rmtree(base, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="what", required=True)
@@ -265,8 +504,29 @@ def main() -> None:
     r.add_argument("--records", type=int, default=100_000)
     r.add_argument("--dim", type=int, default=384)
     r.add_argument("--trials", type=int, default=3)
+    kill = sub.add_parser("nodekill")
+    kill.add_argument("--trials", type=int, default=3)
+    kill.add_argument("--default-health", action="store_true", help="Ray's default health checks")
+    rr = sub.add_parser("rounds")
+    rr.add_argument("--agents", type=int, default=64)
+    rr.add_argument("--latency", type=float, default=1.5)
+    rr.add_argument("--cap", type=int, default=8)
+    rr.add_argument("--rounds", type=int, default=3)
+    rr.add_argument("--nodes", type=lambda t: [int(x) for x in t.split(",")], default=[1, 2, 4])
+    sh = sub.add_parser("shards")
+    sh.add_argument("--rounds", type=int, default=4)
+    sh.add_argument("--shards", type=int, default=8)
+    sh.add_argument("--judge-s", type=float, default=0.05)
+    sh.add_argument("--cross", type=float, default=0.2)
     args = ap.parse_args()
-    {"calls": bench_calls, "check": bench_check, "reopen": bench_reopen}[args.what](args)
+    {
+        "calls": bench_calls,
+        "check": bench_check,
+        "reopen": bench_reopen,
+        "nodekill": bench_nodekill,
+        "rounds": bench_rounds,
+        "shards": bench_shards,
+    }[args.what](args)
 
 
 if __name__ == "__main__":
