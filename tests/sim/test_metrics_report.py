@@ -123,8 +123,12 @@ def test_metrics_json_and_a_self_contained_report(tiny_run) -> None:  # type: ig
         "variation",
         "embedder",
         "source_events",
+        "merge_policy",
     }
     assert m["world"] == "The Tiny Tragedy" and m["rounds"] == 40
+    assert (
+        m["merge_policy"] == "keep_shorter" and "merge <code>keep_shorter</code>" in (out / "report.html").read_text()
+    )
     for name, b in m["backends"].items():
         assert KEYS <= set(b), name
         assert b["total"] == b["sediment"] + b["sim"] and len(b["growth"]) == m["rounds"] + 1

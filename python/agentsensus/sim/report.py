@@ -140,6 +140,7 @@ def _head(metrics: Mapping[str, Any]) -> list[str]:
         ("seed", "seed"),
         ("variation", "variation"),
         ("cache", "cache_policy"),
+        ("merge", "merge_policy"),
     )
     p.append(
         "<p class='settings'>"

@@ -285,6 +285,8 @@ def run(
         "seed": seed,
         "variation": var.strength,
         "cache_policy": cache_policy,
+        # The main runs merge the paper's way; keep_names (the engine's default) is re-run beside it.
+        "merge_policy": "keep_shorter",
         "source_events": source_events,
         "backends": {},
         "ablation": {},
