@@ -80,3 +80,10 @@ def test_mcp_embedder_persists_with_the_store(tmp_path: Any) -> None:
         assert s.embed is not None and s.embed.name == "hash:24"
     with _open(os.fspath(tmp_path / "new"), None, judge, 0.75) as s:  # a new store: hash
         assert s.embedder_name == "hash" and s.dim == 384
+    old = os.fspath(tmp_path / "old")
+    Store(old, dim=384).close()  # a store that records no embedder
+    with _open(old, None, judge, 0.75) as s:  # served with hash, and nothing recorded
+        assert s.embed is embedders.hash and s.embedder_name is None
+    Store(os.fspath(tmp_path / "old8"), dim=8).close()
+    with pytest.raises(ValueError, match="records no embedder and has dim 8"):
+        _open(os.fspath(tmp_path / "old8"), None, judge, 0.75)

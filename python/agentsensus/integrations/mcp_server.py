@@ -240,16 +240,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _open(path: str, embed: Optional[Embed], judge: Any, min_similarity: float) -> Store:
-    """The store, with ``embed`` or else the embedder it records (``hash``
-    for a new store, or one that records none: it is then recorded)."""
+    """The store, with ``embed`` or else the embedder it records: ``hash``
+    for a new store (then recorded), and for one from before stores recorded
+    their embedder (the default of those versions; not recorded, so a later
+    ``--embedder`` may still name the one it was written with)."""
     if embed is None and not os.path.exists(os.path.join(path, "data.mdb")):
         embed = embedders.hash
     store = Store(path, dim=getattr(embed, "dim", None), embed=embed, judge=judge, min_similarity=min_similarity)
     if store.embed is None:
-        store.close()
+        why = None
         if store.embedder_name == "":
-            raise ValueError(f"the store at {path} was created with an unnamed embedder: pass --embedder")
-        store = Store(path, embed=embedders.hash, judge=judge, min_similarity=min_similarity)
+            why = "was created with an unnamed embedder"
+        elif store.dim != embedders.hash.dim:
+            why = f"records no embedder and has dim {store.dim}, not hash's {embedders.hash.dim}"
+        if why is not None:
+            store.close()
+            raise ValueError(f"the store at {path} {why}: pass --embedder")
+        store.embed = embedders.hash
     return store
 
 
