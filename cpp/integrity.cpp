@@ -89,7 +89,8 @@ public:
         index();        // I11
         said();         // I12
         s_.verify_scopes(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I14 (scopes.cpp)
-        if (s_.has_batch_keys_) verify_batch_keys(t_, db_.batch_keys, next_id_, [&](std::string m) { bad(m); });  // I13
+        // I13 (batch_keys.cpp)
+        if (s_.has_batch_keys_) verify_batch_keys(t_, db_.batch_keys, next_id_, [&](std::string m) { bad(m); });
         s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I15
         s_.verify_record_meta(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I16, I17 (record_meta.cpp)
         s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18

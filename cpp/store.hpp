@@ -492,8 +492,8 @@ private:
     size_t exact_cutoff_ = 4096;
     size_t expansion_search_ = 64;  // usearch's search width: a search of k costs max(k, this)
     unsigned char uuid_[16] = {};
-    bool has_said_ = true;  // false: a read-only open of a schema-1 store
-    bool has_batch_keys_ = true;  // false: a read-only open of a schema-1 or 2 store
+    bool has_said_ = true;         // false: a read-only open of a schema-1 store
+    bool has_batch_keys_ = true;   // false: a read-only open of a schema-1 or 2 store
     bool has_record_meta_ = true;  // false: a read-only open of a schema-1 or 2 store (no times, no metadata)
     bool has_scopes_ = true;       // false: a read-only open of a schema-1 or 2 store (all in the default scope)
 
