@@ -3,8 +3,9 @@
 Witnesses of one event deposit their own accounts; the judge merges a
 statement into an equivalent record, whose owner set becomes the union of its
 witnesses, and the statements of one deposit are joined by affiliation edges.
-A round is one ``deposit_many`` (one transaction). Recall is the store's
-owner-scoped search with one hop of expansion.
+A round is one ``deposit_many`` (one transaction, the judge asked about the
+whole round in passes). Recall is the store's owner-scoped search with one
+hop of expansion.
 
 ``merging=False`` is the paper's ablation: each agent writes to a store of
 its own, so no statement can merge with another agent's and nothing is shared
