@@ -146,16 +146,14 @@ class BatchPlanner:
         score: float,
         lexical: Optional[float] = None,
     ) -> Memory:
-        if rid < 0:
-            s = self.new[-rid - 1]
-        elif rid in self.existing:
-            s = self.existing[rid]
+        if rid < 0 or rid in self.existing:
+            s = self.new[-rid - 1] if rid < 0 else self.existing[rid]
+            text, owners, rnd = s.text, s.owners, s.round
         else:
             text, owners, rnd = committed[rid]
-            s = _Staged(text, set(owners), rnd)
         # Owner sets reach the judge only when the store says so (else empty).
-        owners = frozenset(s.owners) if self.judge_sees_owners else frozenset()
-        return Memory(rid, s.text, owners, s.round, float(score), "candidate", lexical_score=lexical)
+        seen = frozenset(owners) if self.judge_sees_owners else frozenset()
+        return Memory(rid, text, seen, rnd, float(score), "candidate", lexical_score=lexical)
 
     def _staged(self, rid: int, committed: dict[int, tuple[str, tuple[str, ...], int]]) -> _Staged:
         if rid < 0:

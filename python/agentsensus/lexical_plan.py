@@ -60,9 +60,9 @@ class LexicalCandidates:
         offsets = planner._offsets[base : base + n + 1]
         vector: list[list[int]] = []
         for i in need:
-            ids = [int(x) for x in planner._ids[offsets[i] : offsets[i + 1]]]
+            ids: list[int] = planner._ids[offsets[i] : offsets[i + 1]].tolist()
             if staged_sims is not None:
-                ids += [-(int(j) + 1) for j in np.flatnonzero(staged_sims[i] >= planner.min_similarity)]
+                ids += (-1 - np.flatnonzero(staged_sims[i] >= planner.min_similarity)).tolist()
             vector.append(ids)
         committed = planner._committed
         # (id, text, may be a hit): the batch's new records of other scopes count in the statistics only,
@@ -79,9 +79,11 @@ class LexicalCandidates:
         offs, ids_, scores, sims, also, records = cache[key]
         for rid, row in records.items():
             committed.setdefault(rid, row)
+        ids_, scores, sims = ids_.tolist(), scores.tolist(), sims.tolist()
         for q, i in enumerate(need):
-            hits[i] = [(int(ids_[j]), float(scores[j]), float(sims[j])) for j in range(offs[q], offs[q + 1])]
-            also_of[i] = dict(zip(vector[q], (float(x) for x in also[q])))
+            a, b = offs[q], offs[q + 1]
+            hits[i] = list(zip(ids_[a:b], scores[a:b], sims[a:b]))
+            also_of[i] = dict(zip(vector[q], also[q]))
         return cls(hits, also_of)
 
     def union(self, i: int, cands: list[Cand], staged_sims: Optional[Any]) -> tuple[list[Cand], dict[int, float]]:
