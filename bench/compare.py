@@ -108,16 +108,16 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, out
 
 
-# A peer that has spent this long in one workload (and has MIN_SAMPLES of it)
-# is timed no further there: the slowest peers take seconds per call at 100k,
-# and every other peer's samples are taken meanwhile. The sample count of each
-# median is in the JSON.
-BUDGET_S = 90.0
-MIN_SAMPLES = 5
+# A peer that has spent this long in one workload (with at least one timed
+# call) is timed no further there: the slowest peers take seconds per call
+# (LangGraph's candidate search over every namespace, a round of 100 of them),
+# and every other peer's samples are taken meanwhile. The sample count of
+# each median is in the JSON and in the table.
+BUDGET_S = 45.0
 
 
 def _over_budget(spent: dict[str, float], got: list[float], name: str) -> bool:
-    return spent.get(name, 0.0) > BUDGET_S and len(got) >= MIN_SAMPLES
+    return spent.get(name, 0.0) > BUDGET_S and len(got) >= 1
 
 
 def run_recall(ps: list[Peer], corpus: Corpus, reps: Reps, samples: dict, accuracy: dict) -> None:

@@ -113,6 +113,8 @@ def table_markdown(table: dict[str, Any], peers: list[str], statements: dict[str
                 s += f" ({c['ratio']:.2f}x)"
             if "recall_at_k" in c:
                 s += f", r@5 {c['recall_at_k']:.3f}"
+            if c["samples"] < max(x["samples"] for x in row.values()):
+                s += f", {c['samples']} calls"  # its time budget ran out (compare.BUDGET_S)
             cells.append(s)
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

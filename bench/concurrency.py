@@ -11,8 +11,13 @@ merge fires) with the no-op judge, split evenly over P processes that each
 open the store and start together; statements/s is the total over the wall
 time from the first start to the last finish. One process and P processes
 alternate (``--rounds`` of each, on a fresh copy every time) so that a noisy
-machine slows both alike; medians are printed with the ratio. Afterwards
-every acknowledged statement is checked to be in the store (nothing lost).
+machine slows both alike; medians are printed with the ratio. Each writer
+also counts its own CPU time, so the run says what an idle machine would
+allow whatever the load: one writer keeps one core busy, P writers at most
+min(P, cores), so the ratio is bounded by min(P, cores) x CPU per statement
+of one / CPU per statement of P (every process keeps its own HNSW graph and
+inserts every writer's records into it). Afterwards every acknowledged
+statement is checked to be in the store (nothing lost).
 
 Readers: one open store, the same queries split over T threads of one
 process (the engine releases the GIL in recall), QPS against one thread,
@@ -55,6 +60,7 @@ def _writer(path: str, owner: str, seed: int, deposits: int, size: int, sync: bo
         vecs = datasets.vectors(deposits * size, seed=seed)
         with Store(path, judge=judges.never, sync=sync) as s:
             start.wait()
+            c0 = os.times()
             t0 = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
             acked: list[tuple[str, int]] = []
             for d in range(deposits):
@@ -63,9 +69,11 @@ def _writer(path: str, owner: str, seed: int, deposits: int, size: int, sync: bo
                 got = s.deposit(owner, texts, vecs[d * size : (d + 1) * size])
                 acked.extend(zip(texts, got.ids))
             t1 = time.perf_counter()
-        out.put((owner, t0, t1, acked, None))
+            c1 = os.times()
+        cpu = c1.user - c0.user + c1.system - c0.system  # this process's threads, whatever the machine's load
+        out.put((owner, t0, t1, acked, None, cpu))
     except BaseException as e:  # reported, so the parent never waits forever
-        out.put((owner, 0.0, 0.0, [], f"{type(e).__name__}: {e}"))
+        out.put((owner, 0.0, 0.0, [], f"{type(e).__name__}: {e}", 0.0))
 
 
 def run_writers(base: str, workdir: str, procs: int, total: int, size: int, sync: bool, tag: str) -> dict[str, Any]:
@@ -96,7 +104,14 @@ def run_writers(base: str, workdir: str, procs: int, total: int, size: int, sync
     acked = [a for r in results for a in r[3]]
     lost = check_acked(path, acked)
     shutil.rmtree(path, ignore_errors=True)
-    return {"statements": len(acked), "seconds": t1 - t0, "statements_per_s": len(acked) / (t1 - t0), "lost": lost}
+    cpu_ms = sum(r[5] for r in results) / len(acked) * 1e3
+    return {
+        "statements": len(acked),
+        "seconds": t1 - t0,
+        "statements_per_s": len(acked) / (t1 - t0),
+        "cpu_ms_per_statement": cpu_ms,
+        "lost": lost,
+    }
 
 
 def check_acked(path: str, acked: list[tuple[str, int]]) -> int:
@@ -189,12 +204,17 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         med = {p: statistics.median(x["statements_per_s"] for x in rs) for p, rs in runs.items()}
+        cpu = {p: statistics.median(x["cpu_ms_per_statement"] for x in rs) for p, rs in runs.items()}
         report["writers"] = {
             "size": args.size,
             "statements": total,
             "runs": {str(p): rs for p, rs in runs.items()},
             "median_statements_per_s": {str(p): m for p, m in med.items()},
             "ratio": med[args.writers] / med[1],
+            "median_cpu_ms_per_statement": {str(p): c for p, c in cpu.items()},
+            # What an idle machine allows: one writer keeps one core busy, P
+            # writers at most min(P, cores), each statement costing cpu[P].
+            "cpu_bound_ratio": min(args.writers, os.cpu_count() or 1) * cpu[1] / cpu[args.writers],
             "lost": sum(x["lost"] for rs in runs.values() for x in rs),
         }
 
@@ -238,6 +258,11 @@ def table(report: dict[str, Any], writers: int, threads: int) -> str:
         lines.append(
             f"| deposit of {w['size']} statement(s), {writers} processes, statements/s "
             f"| {m['1']:,.0f} | {m[str(writers)]:,.0f} | {w['ratio']:.2f}x | >= 0.80x |"
+        )
+        c = w["median_cpu_ms_per_statement"]
+        lines.append(
+            f"| CPU ms per statement (all writers' threads) | {c['1']:.2f} | {c[str(writers)]:.2f} "
+            f"| {w['cpu_bound_ratio']:.2f}x on {report['nproc']} idle cores | >= 0.80x |"
         )
     for label, r in report.get("readers", {}).get("by_selectivity", {}).items():
         one, many = statistics.median(r["qps"]["1"]), statistics.median(r["qps"][str(threads)])
