@@ -115,6 +115,8 @@ def main() -> None:
         return short if len(nl - ns) < len(ns - nl) else long_
 
     seqs = statements(log)
+    if not log:
+        raise SystemExit(f"{a.world}, {a.rounds} rounds: the run merged nothing, so there is nothing to replay")
     print(f"{a.world}, {a.rounds} rounds: {len(log):,} merges into {len(seqs):,} records, replayed")
     print("| policy | merges that lost a named person | discarded chars per merge | kept chars per merge |")
     print("|---|---|---|---|")
