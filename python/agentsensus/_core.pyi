@@ -160,6 +160,30 @@ class Engine:
         """(len(queries), len(kept)) similarities of kept vectors, as a
         commit compares them."""
     def recall(self, owner: str, query: _F32, k: int, expand: bool, /) -> list[_RecallRow]: ...
+    @property
+    def lexical_built(self) -> bool:
+        """True when the store's lexical index is complete."""
+    def build_lexical(self, progress: Optional[Any] = None) -> None:
+        """Indexes every record's words; progress(done, total) as it goes."""
+    def lexical(
+        self,
+        vectors: _F32,
+        texts: list[str],
+        k: int,
+        overlay: list[tuple[int, str, bool]],
+        also: list[list[int]],
+        scope: str = "",
+    ) -> tuple[
+        list[int],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.float32],
+        npt.NDArray[np.float32],
+        list[list[float]],
+        dict[int, tuple[str, tuple[str, ...], int]],
+    ]:
+        """(offsets, ids, lexical scores, similarities, also scores, records): each text's lexical top k."""
+    def recall_fused(self, owner: str, query: _F32, text: str, k: int, expand: bool) -> list[tuple[_RecallRow, float]]:
+        """[(row, lexical score)]: recall with the vector and lexical rankings fused."""
     def get(self, id: int, /) -> _Row: ...
     def neighbors(self, id: int, /) -> list[int]: ...
     def owned(self, owner: str, /) -> list[int]: ...

@@ -148,11 +148,12 @@ class BatchPlanner:
     ) -> Memory:
         if rid < 0 or rid in self.existing:
             s = self.new[-rid - 1] if rid < 0 else self.existing[rid]
-            text, owners, rnd = s.text, s.owners, s.round
+            text, rnd, who = s.text, s.round, frozenset(s.owners)
         else:
             text, owners, rnd = committed[rid]
+            who = frozenset(owners)
         # Owner sets reach the judge only when the store says so (else empty).
-        seen = frozenset(owners) if self.judge_sees_owners else frozenset()
+        seen = who if self.judge_sees_owners else frozenset()
         return Memory(rid, text, seen, rnd, float(score), "candidate", lexical_score=lexical)
 
     def _staged(self, rid: int, committed: dict[int, tuple[str, tuple[str, ...], int]]) -> _Staged:
