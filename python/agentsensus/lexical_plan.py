@@ -1,5 +1,5 @@
 """A deposit's lexical candidates: the records the store's lexical index
-(BM25 over the records' words, cpp/lexical_index.hpp) ranks highest for a
+(BM25 over the records' words; docs/file-format.md, "Lexical index") ranks highest for a
 statement, added to its vector candidates before the judge sees them.
 
 A witness's frame ("I heard Horatio say ...") can outweigh the content in
