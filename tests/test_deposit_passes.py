@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
-from agentsensus import JudgeRequest, Store
+from agentsensus import JudgeRequest, Store, deposit_passes
 from helpers import DIM, near, unit
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -113,6 +113,26 @@ def open_store(root: str, name: str, judge: Any, policy: Any, sees: bool) -> Sto
     sees=st.booleans(),
 )
 def test_passes_equal_item_by_item(tmp_path_factory, before, batch, policy, sees):
+    check_passes_equal_item_by_item(tmp_path_factory, before, batch, policy, sees)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    before=st.lists(item, max_size=3),
+    batch=st.lists(item, min_size=1, max_size=8),
+    policy=st.sampled_from(sorted(POLICIES)),
+    sees=st.booleans(),
+)
+def test_short_passes_equal_item_by_item(tmp_path_factory, before, batch, policy, sees):
+    """Passes that plan only one item past the first unanswered one (what
+    long batches do after their first passes) end the same."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(deposit_passes, "FULL_PASSES", 0)
+        mp.setattr(deposit_passes, "WINDOW", 1)
+        check_passes_equal_item_by_item(tmp_path_factory, before, batch, policy, sees)
+
+
+def check_passes_equal_item_by_item(tmp_path_factory, before, batch, policy, sees):
     root = os.fspath(tmp_path_factory.mktemp("passes"))
     prior, items = make(before), make(batch)
     ends = {}

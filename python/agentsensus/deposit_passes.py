@@ -58,6 +58,11 @@ __all__ = ["JudgeCall", "GuessModel", "Passes", "call_judge", "acall_judge"]
 # A request as the judge saw it: equal keys, equal requests.
 _Key = tuple[str, str, tuple[tuple[Any, ...], ...]]
 _FIELDS = [f.name for f in dataclasses.fields(Memory)]
+# The first passes plan the whole batch ahead; later ones only this many items past
+# the first unanswered one: when the guesses keep failing, a fast judge is better
+# served by short passes than by replanning hundreds of items each time.
+FULL_PASSES = 3
+WINDOW = 32
 _Stable = tuple[int, ...]
 
 
@@ -151,8 +156,8 @@ class Passes:
         """Plans ``items`` on ``planner`` (prepared), yielding each pass's
         judge call and receiving its verdicts; on return the planner holds
         the item-by-item plan."""
-        for _ in range(len(items) + 1):  # one pass per item at most, plus the last (see the invariant)
-            call, asked = self._one_pass(planner, items)
+        for k in range(len(items) + 1):  # one pass per item at most, plus the last (see the invariant)
+            call, asked = self._one_pass(planner, items, len(items) if k < FULL_PASSES else WINDOW)
             if not call:
                 return
             got = yield call
@@ -168,7 +173,7 @@ class Passes:
         raise AssertionError("planning in passes did not converge")  # the invariant above rules it out
 
     def _one_pass(
-        self, planner: BatchPlanner, items: Sequence[Item]
+        self, planner: BatchPlanner, items: Sequence[Item], ahead: int
     ) -> tuple[JudgeCall, list[tuple[tuple[int, int], list[_Stable]]]]:
         first = 0
         if self.resume is None:
@@ -180,7 +185,10 @@ class Passes:
         asked: list[tuple[tuple[int, int], list[_Stable]]] = []
         in_call: set[_Key] = set()
         sure = True  # every verdict used so far is the judge's
+        unsure_from = len(items)
         for n in range(first, len(items)):
+            if n - unsure_from >= ahead:
+                break  # what lies further is planned in a later pass
             item = items[n]
             pend, committed = planner.begin(n, item)
             statement_of = {kind[1]: i for i, kind in enumerate(pend.kinds) if kind[0] == "judge"}
@@ -202,6 +210,7 @@ class Passes:
                 call.spans.append((start, len(call)))
                 if sure:
                     self.resume = (planner.mark(), n)
+                    unsure_from = n
                 sure = False
             if sure:
                 planner.finish(pend, committed, verdicts)  # what the item-by-item path does, errors too
