@@ -21,6 +21,7 @@ def _community_colors(labels: list[int]) -> list[str]:
 
 
 def interaction_figure(interactions: dict[tuple[str, str], int], agents: list[str]) -> str:
+    """Who spoke to whom: agents on a ring, placed by community, edges weighted by times heard."""
     weights: dict[tuple[str, str], int] = {}
     for (a, b), n in interactions.items():
         key = (a, b) if a < b else (b, a)
@@ -65,6 +66,8 @@ def _short(text: str, n: int = 46) -> str:
 
 
 def memory_figure(g: MemoryGraph, texts: dict[int, str], limit: int = 300) -> tuple[str, int, int]:
+    """The affiliation graph of the ``limit`` most linked sim entries; returns
+    (svg, entries shown, clusters)."""
     ids = sorted(i for i in g.owners if g.rounds.get(i, 0) >= 1) or sorted(g.owners)
     if len(ids) > limit:
         # The most-linked records: the picture shows the store's structure, not its tail.
@@ -102,6 +105,7 @@ def memory_figure(g: MemoryGraph, texts: dict[int, str], limit: int = 300) -> tu
 
 
 def heatmap_figure(g: MemoryGraph, agents: list[str], appear: set[str], top: int = 20) -> str:
+    """Records owned by each pair of the ``top`` agents who appear and own most."""
     counts: dict[str, int] = {}
     for owners in g.owners.values():
         for o in owners:
