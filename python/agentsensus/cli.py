@@ -78,6 +78,9 @@ def _compact(args: argparse.Namespace) -> int:
 def _memory_json(m: Memory) -> dict[str, Any]:
     d = asdict(m)
     d["owners"] = sorted(m.owners)
+    # JSON has no datetime: the record's times go out as ISO 8601 (UTC), None as null.
+    for k in ("created_at", "updated_at"):
+        d[k] = d[k].isoformat() if d.get(k) is not None else None
     return d
 
 

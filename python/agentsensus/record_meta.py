@@ -23,6 +23,7 @@ import struct
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from . import _core
+from .errors import CorruptStoreError
 
 __all__ = [
     "MAX_METADATA_BYTES",
@@ -87,7 +88,11 @@ def to_datetime(micros: Optional[int]) -> Optional[_dt.datetime]:
     written before the store kept times)."""
     if micros is None:
         return None
-    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(micros))
+    try:
+        return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(micros))
+    except OverflowError:
+        # The engine writes only clock times; one past year 9999 is a damaged times row.
+        raise CorruptStoreError(f"a record time of {int(micros)} us is out of range (damaged times table)") from None
 
 
 def _time_micros(value: Any, field: str) -> float:
