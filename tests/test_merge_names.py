@@ -44,3 +44,10 @@ def test_keep_names_loses_no_name_when_one_side_covers_the_other(existing, incom
             assert out == policies.keep_shorter(existing, incoming)
     else:
         assert out == existing  # neither covers: the record keeps its text
+
+
+def test_capitals_for_emphasis_are_no_name() -> None:
+    # "DEAD" is shouting, not a person: the texts hold the same names, so the record keeps its own.
+    assert policies.capitalised_names("the king is DEAD.") == frozenset()
+    assert policies.keep_names("The king is dead.", "the king is DEAD.") == "The king is dead."
+    assert policies.capitalised_names("I saw Hamlet, and O the ghost") == frozenset({"Hamlet"})

@@ -29,8 +29,13 @@ _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 
 def capitalised_names(text: str) -> frozenset[str]:
     """Capitalised words of ``text`` that plausibly name someone or something
-    (function words like "The" or "He" are not names)."""
-    return frozenset(w for w in _WORD.findall(text) if w[:1].isupper() and w.casefold() not in _NOT_NAMES)
+    (function words like "The" or "He" are not names, nor is a word in capitals
+    throughout: "DEAD" is emphasis)."""
+    return frozenset(
+        w
+        for w in _WORD.findall(text)
+        if w[:1].isupper() and not (len(w) > 1 and w.isupper()) and w.casefold() not in _NOT_NAMES
+    )
 
 
 def keep_shorter(existing: str, incoming: str) -> str:
