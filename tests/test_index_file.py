@@ -89,7 +89,8 @@ def probe(path: str) -> list:
         seen.append([[c.id for c in r.candidates] for r in requests])
         return [None] * len(requests)
 
-    with Store(path, exact_cutoff=0, judge=judge, min_similarity=-1.0) as s:
+    # lexical_candidates=0: the judge sees the graph's candidates alone (the lexical ones come from LMDB).
+    with Store(path, exact_cutoff=0, judge=judge, min_similarity=-1.0, lexical_candidates=0) as s:
         out = results(s)
         for i in range(0, N, 40):
             s.deposit("prober", [f"probe {i}"], unit(i)[None])
