@@ -69,7 +69,9 @@ void bind_items_impl(py::module_& m) {
             }
             return item_refs(unused);
         },
-        py::arg("items"), "Applies item writes in one transaction (with the forget of records only their owner held); returns the other refs no item uses any more.");
+        py::arg("items"),
+        "Applies item writes in one transaction (with the forget of records only their owner held); returns the other "
+        "refs no item uses any more.");
     engine.def(
         "item_get",
         [](Engine& e, const std::string& ns, const std::string& key) -> py::object {

@@ -77,23 +77,23 @@ public:
           vec_(s.dim_) {}
 
     std::vector<std::string> run() {
-        owner_names();  // I2
-        records();      // I3
-        vectors();      // I4
-        owner_sets();   // I5
-        hist();         // I6
-        edges();        // I7
-        text_index();   // I8
-        merge_log();    // I9
-        journal();      // I10
-        index();        // I11
-        said();         // I12
+        owner_names();                                                              // I2
+        records();                                                                  // I3
+        vectors();                                                                  // I4
+        owner_sets();                                                               // I5
+        hist();                                                                     // I6
+        edges();                                                                    // I7
+        text_index();                                                               // I8
+        merge_log();                                                                // I9
+        journal();                                                                  // I10
+        index();                                                                    // I11
+        said();                                                                     // I12
         s_.verify_scopes(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I14 (scopes.cpp)
         // I13 (batch_keys.cpp)
         if (s_.has_batch_keys_) verify_batch_keys(t_, db_.batch_keys, next_id_, [&](std::string m) { bad(m); });
-        s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I15
+        s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });                // I15
         s_.verify_record_meta(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I16, I17 (record_meta.cpp)
-        s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
+        s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });              // I18
         return std::move(out_);
     }
 

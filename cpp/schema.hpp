@@ -204,8 +204,8 @@ constexpr MetaKey kMetaDeposits{"deposits", 8};         // u64 deposits committe
 constexpr MetaKey kMetaLinked{"linked", 8};             // u64 records with at least one edge
 // u64 the next owner id; named from before the API said "owner" (see above).
 constexpr MetaKey kMetaNextOwner{"next_agent", 8};
-constexpr MetaKey kMetaLexical{"lexical", 8};    // u64 the word rules' version the lexical index is complete for
-constexpr MetaKey kMetaLexWords{"lex_words", 8};  // u64 the words of all live records' texts (BM25's mean length)
+constexpr MetaKey kMetaLexical{"lexical", 8};       // u64 the word rules' version the lexical index is complete for
+constexpr MetaKey kMetaLexWords{"lex_words", 8};    // u64 the words of all live records' texts (BM25's mean length)
 constexpr MetaKey kMetaNextScope{"next_scope", 8};  // u64 the next scope id (from 1; 0 is the default scope)
 
 // ------------------------------------------------------------ records

@@ -150,7 +150,9 @@ class Engine:
         """recall kept to the owner's records of ``scope``, rows as ``recall_where``'s."""
     def batch_result(self, key: bytes) -> Optional[tuple[bytes, list[list[int]], list[list[bool]]]]:
         """(digest, ids, merged) recorded under a batch key, or None."""
-    def batch_keys(self, after: bytes, limit: int) -> list[tuple[bytes, tuple[bytes, list[list[int]], list[list[bool]]]]]:
+    def batch_keys(
+        self, after: bytes, limit: int
+    ) -> list[tuple[bytes, tuple[bytes, list[list[int]], list[list[bool]]]]]:
         """Batch keys in key order after ``after``, with their results."""
     def load_batch_keys(self, rows: list[tuple[bytes, bytes, list[list[int]], list[list[bool]]]]) -> None:
         """Records (key, digest, ids, merged) rows in one transaction (an import)."""
