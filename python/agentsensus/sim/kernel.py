@@ -222,6 +222,13 @@ class Kernel:
                 places=list(world.places),
             )
             actions.append(self.policy.decide(agent, view))
+        return self._finish_round(log, actions, recalled, r)
+
+    def _finish_round(self, log: RoundLog, actions: list[Action], recalled: dict[str, list[Any]], r: int) -> RoundLog:
+        """The round after its decisions: the barrier applies the actions, the
+        reading actions read, short-term memories take in the results, and the
+        witnesses' accounts go to the backend as one batch."""
+        world = self.world
         log.actions = actions
         events, results = apply_actions(world, actions, r)
         log.events = events

@@ -39,10 +39,10 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import numpy as np
 
 from .account_judge import AccountJudge
-from .actions import Action, apply_actions
+from .actions import Action
 from .agent_policy import AgentView, Policy
 from .consensus import EXACT_CUTOFF, ConsensusBackend
-from .kernel import Kernel, RoundLog, Said
+from .kernel import Kernel, RoundLog
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
 from .plays import load_play
@@ -212,31 +212,7 @@ class RayKernel(Kernel):
                 )
             )
         actions.extend(self._decide(views))
-        log.actions = actions
-        events, results = apply_actions(world, actions, r)
-        log.events = events
-        by_agent = {a.agent: a for a in actions if a.agent}
-        for ev in events:
-            if ev.kind != "say" or not ev.actors:
-                continue
-            act = by_agent.get(ev.actors[0])
-            mems = recalled.get(ev.actors[0], [])
-            basis = None
-            if act is not None and act.basis is not None and 0 <= act.basis < len(mems):
-                basis = int(mems[act.basis].id)
-                self.ledger.retells(ev.seq, basis)
-            log.said.append(Said(ev.actors[0], ev.text, basis, ev.seq))
-        for act in actions:
-            if act.kind == "read_thread":
-                self._read[act.agent] = len(world.threads.get(world.agents[act.agent].place or "", []))
-            elif act.kind == "ponder" and act.text:
-                (got,) = self._recall(act.agent, [act.text], log)
-                results[act.agent] = " | ".join(m.text for m in got) or "nothing comes to mind"
-        self._update_stm(actions, events, results)
-        self._remember(self._accounts(events), log)
-        log.records = self._records()
-        self.logs.append(log)
-        return log
+        return self._finish_round(log, actions, recalled, r)
 
     @staticmethod
     def _count(mems: list[Any], log: RoundLog, ms: float) -> None:
