@@ -184,24 +184,11 @@ class Kernel:
 
     def step(self) -> RoundLog | None:
         """Run one round; ``None`` when the story is over or nobody is awake."""
-        r = self.round + 1
-        wake = self.policy.begin_round(self.world, r)
-        if wake is None:
-            self.stopped = "the policy's story is over"
+        begun = self._begin_round()
+        if begun is None:
             return None
+        r, log, awake, focus, actions = begun
         world = self.world
-        for a in wake:
-            world.add_agent(a)
-            self.memory_of(a)
-        awake = [a for a, ag in world.agents.items() if ag.alive and (ag.awake or a in wake)]
-        if not awake:
-            self.stopped = f"nobody is awake in round {r}"
-            self.warn(f"{self.stopped}: the run stops here")
-            return None
-        self.round = r
-        log = RoundLog(r)
-        focus = [self.memory_of(a).focus_text() or a for a in awake]
-        actions: list[Action] = list(getattr(self.policy, "world_actions", lambda: [])())
         recalled: dict[str, list[Any]] = {}
         for agent, text in zip(awake, focus):
             stm = self.stm[agent]
@@ -223,6 +210,30 @@ class Kernel:
             )
             actions.append(self.policy.decide(agent, view))
         return self._finish_round(log, actions, recalled, r)
+
+    def _begin_round(self) -> tuple[int, RoundLog, list[str], list[str], list[Action]] | None:
+        """The round's start: the policy wakes agents; ``None`` (and ``stopped``
+        said) when the story is over or nobody is awake. Else the round, its
+        log, the awake agents, what each has in mind, and the world's actions."""
+        r = self.round + 1
+        wake = self.policy.begin_round(self.world, r)
+        if wake is None:
+            self.stopped = "the policy's story is over"
+            return None
+        world = self.world
+        for a in wake:
+            world.add_agent(a)
+            self.memory_of(a)
+        awake = [a for a, ag in world.agents.items() if ag.alive and (ag.awake or a in wake)]
+        if not awake:
+            self.stopped = f"nobody is awake in round {r}"
+            self.warn(f"{self.stopped}: the run stops here")
+            return None
+        self.round = r
+        log = RoundLog(r)
+        focus = [self.memory_of(a).focus_text() or a for a in awake]
+        actions: list[Action] = list(getattr(self.policy, "world_actions", lambda: [])())
+        return r, log, awake, focus, actions
 
     def _finish_round(self, log: RoundLog, actions: list[Action], recalled: dict[str, list[Any]], r: int) -> RoundLog:
         """The round after its decisions: the barrier applies the actions, the

@@ -164,24 +164,11 @@ class RayKernel(Kernel):
 
     def step(self) -> RoundLog | None:
         # As Kernel.step; the recall, the decisions and the deposit go out in one call each.
-        r = self.round + 1
-        wake = self.policy.begin_round(self.world, r)
-        if wake is None:
-            self.stopped = "the policy's story is over"
+        begun = self._begin_round()
+        if begun is None:
             return None
+        r, log, awake, focus, actions = begun
         world = self.world
-        for a in wake:
-            world.add_agent(a)
-            self.memory_of(a)
-        awake = [a for a, ag in world.agents.items() if ag.alive and (ag.awake or a in wake)]
-        if not awake:
-            self.stopped = f"nobody is awake in round {r}"
-            self.warn(f"{self.stopped}: the run stops here")
-            return None
-        self.round = r
-        log = RoundLog(r)
-        focus = [self.memory_of(a).focus_text() or a for a in awake]
-        actions: list[Action] = list(getattr(self.policy, "world_actions", lambda: [])())
         t0 = time.perf_counter()
         assert isinstance(self.backend, RayConsensusBackend)
         found = self.backend.recall_many(list(zip(awake, self.embed(focus))), self.k)
