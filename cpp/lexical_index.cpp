@@ -61,7 +61,9 @@ std::vector<std::string> lexical_words(std::string_view text) {
         while (i < n && !word_byte(static_cast<unsigned char>(text[i]))) ++i;
         size_t start = i;
         while (i < n && word_byte(static_cast<unsigned char>(text[i]))) ++i;
-        if (i - start < 2) continue;
+        // One letter is a pronoun or an article ("I", "a"); one digit is a
+        // number (a day, a scene, a count), which tells statements apart.
+        if (i - start < 2 && !(i - start == 1 && text[start] >= '0' && text[start] <= '9')) continue;
         std::string w(text.substr(start, std::min(i - start, kMaxWordBytes)));
         for (char& c : w)
             if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -303,7 +305,7 @@ void LexicalIndex::verify(MDB_txn* txn, const std::function<void(std::string)>& 
         MDB_val k, v;
         for (bool more = c.op(k, v, MDB_FIRST); more; more = c.op(k, v, MDB_NEXT)) {
             ++held;
-            bool ok = v.mv_size == kPosting && k.mv_size >= 2 && k.mv_size <= kMaxWordBytes;
+            bool ok = v.mv_size == kPosting && k.mv_size >= 1 && k.mv_size <= kMaxWordBytes;
             if (ok) ok = live.count(read_be64(v.mv_data)) > 0;
             if (!ok && stray++ < 5)
                 bad("a lexical posting for '" + std::string(view(k)) + "' is damaged or names no live record");

@@ -25,15 +25,15 @@
 namespace agentsensus {
 
 // The version of the word rules below; a store whose meta lexical differs
-// rebuilds the index on its next writable open.
-constexpr uint64_t kLexicalVersion = 1;
+// rebuilds the index on its next writable open. 2: a lone digit is a word.
+constexpr uint64_t kLexicalVersion = 2;
 constexpr size_t kMaxWordBytes = 64;
 constexpr uint64_t kLexicalCommonFloor = 4096;
 
 // The words of a text as the index keys them: runs of ASCII letters and
 // digits (lowercased) and of non-ASCII bytes (UTF-8 letters, kept as they
-// are), at least 2 bytes long, cut at kMaxWordBytes. Punctuation and
-// whitespace separate words.
+// are), at least 2 bytes long or a single digit, cut at kMaxWordBytes.
+// Punctuation and whitespace separate words.
 std::vector<std::string> lexical_words(std::string_view text);
 
 // A text's words with their counts, and its length in words.

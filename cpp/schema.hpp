@@ -146,7 +146,7 @@ constexpr TableSpec kJournalTable{"journal", 0};
 // Be32 owner count -> u64 number of records with that many owners (for
 // stats(); counts of 0 are deleted). I6: it equals a count over owners.
 constexpr TableSpec kHistTable{"hist", 0};
-// Word (lexical_words, lexical_index.hpp: 2..64 bytes) -> dup 16 bytes
+// Word (lexical_words, lexical_index.hpp: 1..64 bytes) -> dup 16 bytes
 // [Be64 record id][u32 count of the word][u32 the record's length in words]:
 // the lexical index of the records' texts (BM25 candidates). Derived; written
 // only once meta lexical holds kLexicalVersion. I18: the postings are exactly

@@ -31,9 +31,9 @@ HEARD = "I heard Horatio say that Polonius hides behind the arras"
 def words(text: str) -> list[bytes]:
     """The engine's word rules (cpp/lexical_index.hpp), written again: runs of
     ASCII letters and digits and of non-ASCII bytes, at least 2 bytes,
-    ASCII lowercased, cut at 64 bytes."""
+    or a single digit, ASCII lowercased, cut at 64 bytes."""
     runs = re.findall(rb"[A-Za-z0-9\x80-\xff]+", text.encode("utf-8"))
-    return [r.lower()[:64] for r in runs if len(r) >= 2]
+    return [r.lower()[:64] for r in runs if len(r) >= 2 or r.isdigit()]
 
 
 def postings(path: str) -> set[tuple[bytes, int, int, int]]:
@@ -98,6 +98,45 @@ def test_vector_candidates_carry_their_lexical_score_and_come_first(tmp_path):
         assert [c.id for c in req.candidates] == [1, 2]  # the vector one, then the lexical one
         assert req.candidates[0].score == pytest.approx(1.0) and req.candidates[0].lexical_score > 0  # "the"
         assert req.candidates[1].lexical_score > req.candidates[0].lexical_score
+
+
+def test_a_lexical_hit_already_among_the_vector_candidates_leaves_its_place_to_the_next(tmp_path):
+    judge = RecordingJudge()
+    with Store(str(tmp_path / "s"), dim=DIM, min_similarity=0.5, candidates=1, lexical_candidates=1, judge=judge) as s:
+        s.deposit("a", ["ghost walks the battlements", "ghost at midnight"], np.stack([A, B]))
+        s.deposit("b", ["a ghost walks the battlements"], A[None])
+        (req,) = judge.calls[0]
+        # record 1 is first by vector and by words; the lexical place goes to record 2
+        assert [c.id for c in req.candidates] == [1, 2]
+        assert req.candidates[0].lexical_score > req.candidates[1].lexical_score > 0
+
+
+def test_a_lone_digit_is_a_word(tmp_path):
+    judge = RecordingJudge()
+    with Store(str(tmp_path / "s"), dim=DIM, min_similarity=0.5, lexical_candidates=1, judge=judge) as s:
+        s.deposit("a", ["On day 3 the ghost walks", "On day 4 the ghost walks"], np.stack([A, B]))
+        s.deposit("b", ["the ghost walks again on day 4"], unit(7)[None])
+        (req,) = judge.calls[0]
+        assert [c.id for c in req.candidates] == [2]
+        assert words("day 4, I think") == [b"day", b"4", b"think"]
+
+
+def test_an_index_of_older_word_rules_is_rebuilt_on_a_writable_open(tmp_path):
+    path = str(tmp_path / "s")
+    with Store(path, dim=DIM, min_similarity=0.5) as s:
+        s.deposit("a", ["In scene 5 the ghost walks"], A[None])
+    env = lmdb.open(path, max_dbs=64)  # as version 1 of the word rules left it: no lone digits
+    db = env.open_db(b"lex_postings", create=False, dupsort=True, dupfixed=True)
+    with env.begin(write=True) as t:
+        t.delete(b"5", db=db)
+        t.put(b"lexical", (1).to_bytes(8, "little"), db=env.open_db(b"meta", txn=t, create=False))
+    env.close()
+    with Store(path, readonly=True, embed=lambda ts: np.stack([A] * len(ts))) as s:
+        assert any("another version" in p for p in s.verify())
+    with Store(path, min_similarity=0.5) as s:
+        assert s.verify() == []
+        texts = {m.id: m.text for m in s.records()}
+    assert (b"5", 1, 1, 6) in postings(path) == expected_postings(texts)
 
 
 def test_lexical_candidates_0_turns_them_off(tmp_path):

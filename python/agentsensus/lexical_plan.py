@@ -6,9 +6,11 @@ A witness's frame ("I heard Horatio say ...") can outweigh the content in
 the vector, so the true record of an event may sit below ``min_similarity``
 or outside the vector top ``candidates``; the words it shares with the
 statement still find it. Each statement's candidates are its vector
-candidates (best first by cosine) and then, once each, its lexical top
-``lexical_candidates`` that the vector search did not find (best first by
-BM25); every candidate carries both scores.
+candidates (best first by cosine) and then the ``lexical_candidates``
+records BM25 ranks highest among those the vector search did not find
+(best first by BM25): a lexical hit that is a vector candidate already
+leaves its place to the next one, so the lexical search always adds up to
+``lexical_candidates`` records; every candidate carries both scores.
 
 Within one batch the engine ranks against the store as the batch's earlier
 items leave it (their new records and changed texts: the overlay), so each
@@ -34,9 +36,10 @@ Cand = tuple[float, int]
 class LexicalCandidates:
     """One item's lexical hits, fetched before its candidates are built."""
 
-    def __init__(self, hits: list[list[tuple[int, float, float]]], also: list[dict[int, float]]) -> None:
-        self._hits = hits  # per statement: (id, bm25, cosine), best first
+    def __init__(self, hits: list[list[tuple[int, float, float]]], also: list[dict[int, float]], k: int = 0) -> None:
+        self._hits = hits  # per statement: (id, bm25, cosine), best first, deeper than k
         self._also = also  # per statement: the bm25 of its vector candidates
+        self._k = k  # how many a statement's lexical search adds
 
     @classmethod
     def fetch(
@@ -73,8 +76,10 @@ class LexicalCandidates:
         cache = planner.__dict__.setdefault("_lexical_cache", {})
         key = (base, scope, tuple(overlay), tuple(tuple(v) for v in vector))
         if key not in cache:
+            # Deep enough that k remain once the vector candidates (at most these) are left out.
+            deep = k + max(len(v) for v in vector)
             cache[key] = planner.engine.lexical(
-                item.vectors[need], [item.statements[i] for i in need], k, overlay, vector, scope
+                item.vectors[need], [item.statements[i] for i in need], deep, overlay, vector, scope
             )
         offs, ids_, scores, sims, also, records = cache[key]
         for rid, row in records.items():
@@ -84,7 +89,7 @@ class LexicalCandidates:
             a, b = offs[q], offs[q + 1]
             hits[i] = list(zip(ids_[a:b], scores[a:b], sims[a:b]))
             also_of[i] = dict(zip(vector[q], also[q]))
-        return cls(hits, also_of)
+        return cls(hits, also_of, k)
 
     def union(self, i: int, cands: list[Cand], staged_sims: Optional[Any]) -> tuple[list[Cand], dict[int, float]]:
         """Statement i's vector candidates, then its lexical hits not among
@@ -92,10 +97,16 @@ class LexicalCandidates:
         from staged_sims (the engine's kernel, as for the vector ones)."""
         lexical = {rid: self._also[i].get(rid, 0.0) for _, rid in cands}
         out = list(cands)
+        added = 0
         for rid, bm25, cos in self._hits[i]:
-            if rid not in lexical:
-                if rid < 0:
-                    cos = float(staged_sims[i, -rid - 1]) if staged_sims is not None else math.nan
-                out.append((cos, rid))
+            if rid in lexical:
+                lexical[rid] = bm25
+                continue
+            if added == self._k:
+                break
+            if rid < 0:
+                cos = float(staged_sims[i, -rid - 1]) if staged_sims is not None else math.nan
+            out.append((cos, rid))
             lexical[rid] = bm25
+            added += 1
         return out, lexical
