@@ -278,6 +278,11 @@ ENGINE, LIMIT = "#0072B2", "#999999"
 def panel(x0: float, y0: float, w: float, h: float, title: str, unit: str, xs, series) -> list[str]:
     """One log-log panel: series is [(label, colour, dashed, ys)]."""
     ys = [y for _, _, _, s in series for y in s if y and y > 0]
+    if not ys:  # a measure left out (--skip) at every size: say so rather than draw an empty axis
+        return [
+            f'<text x="{x0 + w / 2}" y="{y0 + 12}" text-anchor="middle" font-size="12">{escape(title)}</text>',
+            f'<text x="{x0 + w / 2}" y="{y0 + h / 2}" text-anchor="middle" font-size="10" fill="#777">not measured</text>',
+        ]
     lo, hi = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
     hi = max(hi, lo + 1)
     xlo, xhi = math.log10(min(xs)), math.log10(max(xs))
