@@ -21,7 +21,11 @@ statement is checked to be in the store (nothing lost).
 
 Readers: one open store, the same queries split over T threads of one
 process (the engine releases the GIL in recall), QPS against one thread,
-per owner selectivity, interleaved the same way.
+per owner selectivity, interleaved the same way. Beside it, the share of a
+one-thread recall's wall time that holds the GIL (the engine counts the
+time it runs with the GIL released) and the ratio that share allows:
+1 / share, at most T and the cores. Wall-clock shares: on a loaded
+machine, preemption inflates both parts.
 
 It runs against the installed package; its sibling modules (datasets,
 scale_stores) import because Python puts this file's directory first on
@@ -44,7 +48,7 @@ from typing import Any
 
 import datasets
 import numpy as np
-from agentsensus import Store, judges
+from agentsensus import Store, _core, judges
 from scale_stores import corpus_store
 
 K = 5
@@ -130,18 +134,26 @@ def check_acked(path: str, acked: list[tuple[str, int]]) -> int:
 # -- readers -------------------------------------------------------------------
 
 
-def run_readers(s: Store, owner: str, qs: np.ndarray, threads: int) -> float:
-    """QPS of len(qs) recalls split over threads."""
+def run_readers(s: Store, owner: str, qs: np.ndarray, threads: int) -> tuple[float, float]:
+    """(QPS, share of the wall time spent with the GIL released) of
+    len(qs) recalls split over threads. The share is the engine's own count
+    of its GIL-released time (``_core.recall_nogil_ns``, per thread) over
+    each thread's wall time; one thread's is what bounds T threads:
+    whatever holds the GIL runs one thread at a time, so T threads reach at
+    most 1 / (1 - share) times one thread's QPS (and at most T, and at most
+    the cores)."""
     parts = np.array_split(np.arange(len(qs)), threads)
     gate = threading.Barrier(threads + 1)
-    spans: list[tuple[float, float]] = []
+    spans: list[tuple[float, float, int]] = []
 
     def work(idx: np.ndarray) -> None:
         gate.wait()
+        g0 = _core.recall_nogil_ns()
         t0 = time.perf_counter()
         for i in idx:
             s.recall(owner, qs[i], k=K)
-        spans.append((t0, time.perf_counter()))
+        t1 = time.perf_counter()
+        spans.append((t0, t1, _core.recall_nogil_ns() - g0))
 
     ts = [threading.Thread(target=work, args=(p,)) for p in parts]
     for t in ts:
@@ -149,7 +161,9 @@ def run_readers(s: Store, owner: str, qs: np.ndarray, threads: int) -> float:
     gate.wait()
     for t in ts:
         t.join()
-    return len(qs) / (max(b for _, b in spans) - min(a for a, _ in spans))
+    wall = max(b for _, b, _ in spans) - min(a for a, _, _ in spans)
+    released = sum(g for _, _, g in spans) / 1e9 / sum(b - a for a, b, _ in spans)
+    return len(qs) / wall, released
 
 
 # -- main ----------------------------------------------------------------------
@@ -226,13 +240,27 @@ def main(argv: list[str] | None = None) -> int:
                 for q in qs[:20]:
                     s.recall(owner, q, k=K)  # warm the pages this owner's recalls touch
                 qps: dict[int, list[float]] = {1: [], args.threads: []}
+                released: list[float] = []
                 for r in range(rounds):
                     for t in [1, args.threads] if r % 2 == 0 else [args.threads, 1]:
-                        qps[t].append(run_readers(s, owner, qs, t))
+                        got, share = run_readers(s, owner, qs, t)
+                        qps[t].append(got)
+                        if t == 1:
+                            released.append(share)
                 m = {t: statistics.median(v) for t, v in qps.items()}
-                readers[label] = {"qps": {str(t): v for t, v in qps.items()}, "ratio": m[args.threads] / m[1]}
+                held = 1.0 - statistics.median(released)
+                bound = min(float(args.threads), float(os.cpu_count() or 1), 1.0 / held if held > 0 else float("inf"))
+                readers[label] = {
+                    "qps": {str(t): v for t, v in qps.items()},
+                    "ratio": m[args.threads] / m[1],
+                    "us_per_recall": 1e6 / m[1],
+                    "gil_held_share": held,
+                    "gil_bound_ratio": bound,
+                }
                 print(
-                    f"recall {label}: {m[1]:,.0f} QPS, {args.threads} threads {m[args.threads]:,.0f}", file=sys.stderr
+                    f"recall {label}: {m[1]:,.0f} QPS, {args.threads} threads {m[args.threads]:,.0f}; "
+                    f"GIL held {held:.0%} of a recall's {1e6 / m[1]:.0f} us (bound {bound:.2f}x)",
+                    file=sys.stderr,
                 )
         report["readers"] = {"threads": args.threads, "queries": queries, "by_selectivity": readers}
 
@@ -268,6 +296,10 @@ def table(report: dict[str, Any], writers: int, threads: int) -> str:
         one, many = statistics.median(r["qps"]["1"]), statistics.median(r["qps"][str(threads)])
         lines.append(
             f"| recall {label} owner, {threads} threads, QPS | {one:,.0f} | {many:,.0f} | {r['ratio']:.2f}x | >= 1.80x |"
+        )
+        lines.append(
+            f"| recall {label} owner, GIL held, share of one thread's {r['us_per_recall']:.0f} us "
+            f"| {r['gil_held_share']:.0%} | | {r['gil_bound_ratio']:.2f}x bound | |"
         )
     lines.append(f"\nload average {report['loadavg_start']} -> {report['loadavg_end']}; {report['nproc']} cores")
     return "\n".join(lines)

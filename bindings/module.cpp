@@ -13,7 +13,8 @@ void bind_fence(pybind11::module_& m);
 void bind_batch_keys(pybind11::module_& m);
 namespace agentsensus_py {
 void bind_lexical(pybind11::module_& m);
-}
+void bind_memories(pybind11::module_& m);
+}  // namespace agentsensus_py
 void bind_record_meta(pybind11::module_& m);
 void bind_items(pybind11::module_& m);
 void bind_scopes(pybind11::module_& m);
@@ -213,4 +214,5 @@ PYBIND11_MODULE(_core, m) {
     bind_record_meta(m);
     bind_items(m);
     bind_scopes(m);
+    bind_memories(m);
 }

@@ -148,6 +148,21 @@ class Engine:
         self, owner: str, scope: str, query: _F32, k: int, expand: bool, spec: bytes = b"", threshold: float = ...
     ) -> list[tuple[int, str, tuple[str, ...], int, Optional[float], str, Optional[int], Optional[int], Optional[str]]]:
         """recall kept to the owner's records of ``scope``, rows as ``recall_where``'s."""
+    def recall_memories(
+        self,
+        owner: str,
+        scope: Optional[str],
+        query: _F32,
+        k: int,
+        expand: bool,
+        spec: bytes,
+        threshold: float,
+        memory_type: type,
+        decode_metadata: Any,
+    ) -> list[Any]:
+        """``recall_where`` (scope None) or ``recall_scoped``, each row built
+        as a ``memory_type`` (agentsensus.Memory) with its fields set and
+        the metadata text read by ``decode_metadata``."""
     def batch_result(self, key: bytes) -> Optional[tuple[bytes, list[list[int]], list[list[bool]]]]:
         """(digest, ids, merged) recorded under a batch key, or None."""
     def batch_keys(
@@ -232,6 +247,10 @@ class Engine:
     def checkpoint(self) -> int:
         """Catches the index up and saves it with that journal seq (returned)."""
     def close(self) -> None: ...
+
+def recall_nogil_ns() -> int:
+    """Nanoseconds this thread has spent in ``Engine.recall_memories``'
+    engine work with the GIL released (a bench's split of a recall)."""
 
 def compact(path: str) -> tuple[int, int]:
     """Rewrites a closed store's data.mdb without free pages; returns

@@ -9,6 +9,11 @@ from typing import Any, Optional
 __all__ = ["Memory", "Deposit", "Merge", "Stats", "Change"]
 
 
+# Invariant: Memory has no __post_init__ and no derived field, so an instance
+# is its fields and nothing else. The recall binding (bindings/
+# memory_bindings.cpp) builds instances by setting exactly these fields, in
+# this order; a field added here must be added there (tests/
+# test_recall_threads.py checks the two agree).
 @dataclass(frozen=True)
 class Memory:
     """One record as seen by a reader.

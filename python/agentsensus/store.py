@@ -530,9 +530,13 @@ class Store:
         ``scope`` keeps the hits to ``owner``'s records of that scope (an
         exact scan of them); ``None`` recalls from every scope ``owner``
         deposited in."""
+        # Everything here holds the GIL, which reader threads take in turn:
+        # the common call (a float32 vector, an int k, no where, threshold
+        # or scope) is checked with the fewest Python steps.
         engine = self._handles().engine
         owner = check_owner(owner, existing=True)
-        k = check_k(k)
+        if type(k) is not int or k < 1:
+            k = check_k(k)
         sc = None if scope is None else check_scope(scope)
         if lexical and sc is not None:
             raise ValueError("recall takes no scope with lexical=True")
@@ -542,17 +546,28 @@ class Store:
             if self.embed is None:
                 raise TypeError("query is a str, but " + no_embed_message(self.embedder_name, "pass a vector"))
             query = self.embed([query])
-        spec = encode_where(where)
-        floor = _check_threshold(threshold)
-        q = check_query(query, self.dim, self.metric)
-        if sc is None:
-            rows = engine.recall_where(owner, q, k, bool(expand), spec, floor)
+        spec = b"" if where is None else encode_where(where)
+        floor = _NO_FLOOR if threshold is None else _check_threshold(threshold)
+        if (
+            type(query) is np.ndarray
+            and query.dtype == _F32
+            and query.shape == (self.dim,)
+            and query.flags.c_contiguous
+        ):
+            # The engine refuses a NaN, inf or zero-norm query before it
+            # reads anything; the full check then gives its message.
+            q = query
         else:
-            rows = engine.recall_scoped(owner, sc, q, k, bool(expand), spec, floor)
-        return [
-            Memory(i, t, frozenset(o), r, s, v, decode_metadata(m), to_datetime(c), to_datetime(u))
-            for i, t, o, r, s, v, c, u, m in rows
-        ]
+            q = check_query(query, self.dim, self.metric)
+        try:
+            # The engine builds the Memory objects itself, in C++.
+            out: list[Memory] = engine.recall_memories(
+                owner, sc, q, k, bool(expand), spec, floor, Memory, decode_metadata
+            )
+        except ValueError:
+            check_query(q, self.dim, self.metric)
+            raise
+        return out
 
     def get(self, id: int, owner: Optional[str] = None) -> Memory:
         """The record ``id``; ``KeyError`` when absent. With ``owner``, the
@@ -738,6 +753,10 @@ def _check_per_item(judge_per_item: Any) -> bool:
     if not isinstance(judge_per_item, bool):
         raise TypeError(f"judge_per_item must be a bool, got {type(judge_per_item).__name__}")
     return judge_per_item
+
+
+_F32 = np.dtype(np.float32)
+_NO_FLOOR = float("-inf")
 
 
 def _check_threshold(threshold: Any) -> float:

@@ -1,0 +1,133 @@
+// pybind11 glue for Store.recall's common path: Engine.recall_memories runs
+// the recall with the GIL released and builds the agentsensus.Memory objects
+// itself, so the part of a recall that holds the GIL (and so serializes
+// reader threads) is as short as it can be: no Python frame per row, no
+// intermediate tuples, times converted without Python datetime arithmetic.
+// recall_nogil_ns lets a bench split a recall's time into GIL-held and
+// GIL-released.
+#include <chrono>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"  // first: Python.h, which datetime.h needs
+#include "recall_filter.hpp"
+
+#include <datetime.h>
+
+namespace agentsensus_py {
+
+namespace {
+
+// Time this thread spent in recall_memories with the GIL released.
+thread_local uint64_t released_ns = 0;
+
+// Memory's fields in its declaration order (records.py), interned once.
+enum Field { kId, kText, kOwners, kRound, kScore, kVia, kMetadata, kCreated, kUpdated, kLexical, kFields };
+PyObject* field_names[kFields];
+PyObject* via_names[3];  // "hit", "edge", ""
+PyObject* empty_args;    // ()
+
+py::object steal(PyObject* o) {
+    if (!o) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(o);
+}
+
+// 9999-12-31T23:59:59.999999Z, the last instant a Python datetime holds.
+constexpr uint64_t kMaxMicros = 253402300799999999ull;
+
+// An aware UTC datetime for engine microseconds since the epoch; the same
+// value record_meta.to_datetime gives (days to a civil date: H. Hinnant's
+// algorithm, non-negative days only, which uint64 guarantees).
+py::object utc_datetime(uint64_t us) {
+    if (us > kMaxMicros)
+        throw Corrupt("a record time of " + std::to_string(us) + " us is out of range (damaged times table)");
+    const uint64_t day_us = 86400000000ull;
+    uint64_t days = us / day_us, rem = us % day_us;
+    const uint64_t z = days + 719468, era = z / 146097, doe = z - era * 146097;
+    const uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    const int d = static_cast<int>(doy - (153 * mp + 2) / 5 + 1), m = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
+    const int y = static_cast<int>(yoe + era * 400) + (m <= 2);
+    const uint64_t secs = rem / 1000000;
+    return steal(PyDateTimeAPI->DateTime_FromDateAndTime(
+        y, m, d, static_cast<int>(secs / 3600), static_cast<int>(secs / 60 % 60), static_cast<int>(secs % 60),
+        static_cast<int>(rem % 1000000), PyDateTime_TimeZone_UTC, PyDateTimeAPI->DateTimeType));
+}
+
+// One Memory, as Memory(...) would make it: Memory is a frozen dataclass
+// with no __post_init__, so its __init__ does nothing but set these fields.
+py::object memory(PyTypeObject* cls, const py::object& decode, const Row& r) {
+    py::object owners_t = owners_tuple(r.owners);
+    py::object fields[kFields] = {
+        steal(PyLong_FromUnsignedLongLong(r.id)),
+        stored_str(r.text),
+        steal(PyFrozenSet_New(owners_t.ptr())),
+        steal(PyLong_FromUnsignedLong(r.round)),
+        r.via == Via::hit ? steal(PyFloat_FromDouble(r.score)) : py::object(py::none()),
+        py::reinterpret_borrow<py::object>(via_names[r.via == Via::hit    ? 0
+                                                     : r.via == Via::edge ? 1
+                                                                          : 2]),
+        r.metadata.empty() ? py::object(py::none()) : py::object(decode(stored_str(r.metadata))),
+        r.has_times ? utc_datetime(r.times.created) : py::object(py::none()),
+        r.has_times ? utc_datetime(r.times.updated) : py::object(py::none()),
+        py::object(py::none()),
+    };
+    py::object m = steal(PyBaseObject_Type.tp_new(cls, empty_args, nullptr));
+    // What the dataclass __init__ does (object.__setattr__ past the frozen
+    // check), so the instance shares its class's key table like any other.
+    for (int i = 0; i < kFields; ++i)
+        if (PyObject_GenericSetAttr(m.ptr(), field_names[i], fields[i].ptr())) throw py::error_already_set();
+    return m;
+}
+
+}  // namespace
+
+void bind_memories(py::module_& m) {
+    PyDateTime_IMPORT;
+    if (!PyDateTimeAPI) throw py::error_already_set();
+    const char* names[kFields] = {"id",  "text",     "owners",     "round",      "score",
+                                  "via", "metadata", "created_at", "updated_at", "lexical_score"};
+    for (int i = 0; i < kFields; ++i) field_names[i] = PyUnicode_InternFromString(names[i]);
+    const char* vias[3] = {"hit", "edge", ""};
+    for (int i = 0; i < 3; ++i) via_names[i] = PyUnicode_InternFromString(vias[i]);
+    empty_args = PyTuple_New(0);
+
+    auto engine = py::reinterpret_borrow<py::class_<Engine>>(m.attr("Engine"));
+    // Store.recall without lexical: scope None recalls from every scope.
+    // memory_type is agentsensus.Memory, decode_metadata the stored JSON
+    // text's reader (record_meta.decode_metadata).
+    engine.def(
+        "recall_memories",
+        [](Engine& e, const std::string& owner, std::optional<std::string> scope, const F32& query, size_t k,
+           bool expand, const py::bytes& spec, float threshold, const py::type& memory_type,
+           const py::object& decode_metadata) {
+            auto u = e.use();
+            Store& st = *u;
+            if (query.ndim() != 1 || static_cast<size_t>(query.shape(0)) != st.dim())
+                throw InvalidArgument("query vector must have shape (" + std::to_string(st.dim()) + ",)");
+            RecallFilter f = RecallFilter::decode(std::string(spec));
+            std::vector<Row> rows;
+            {
+                py::gil_scoped_release nogil;
+                auto t0 = std::chrono::steady_clock::now();
+                rows = scope ? st.recall_scoped(owner, *scope, query.data(), k, expand, f, threshold)
+                             : st.recall(owner, query.data(), k, expand, f, threshold);
+                released_ns += static_cast<uint64_t>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+                        .count());
+            }
+            auto* cls = reinterpret_cast<PyTypeObject*>(memory_type.ptr());
+            py::list out(rows.size());
+            for (size_t i = 0; i < rows.size(); ++i) out[i] = memory(cls, decode_metadata, rows[i]);
+            return out;
+        },
+        py::arg("owner"), py::arg("scope"), py::arg("query"), py::arg("k"), py::arg("expand"), py::arg("spec"),
+        py::arg("threshold"), py::arg("memory_type"), py::arg("decode_metadata"));
+    m.def(
+        "recall_nogil_ns", []() { return released_ns; },
+        "Nanoseconds this thread has spent in Engine.recall_memories' engine work with the GIL released.");
+}
+
+}  // namespace agentsensus_py

@@ -1,0 +1,137 @@
+"""Recall from several threads of one process, and the Memory objects the
+engine builds for recall (bindings/memory_bindings.cpp)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import threading
+
+import numpy as np
+import pytest
+from agentsensus import CorruptStoreError, Memory, Store
+from agentsensus.record_meta import to_datetime
+from helpers import DIM, unit
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+N = 300
+THREADS = 4
+
+
+def _fill(s: Store) -> None:
+    rng = np.random.default_rng(7)
+    vs = rng.standard_normal((N, DIM)).astype(np.float32)
+    for i in range(0, N, 3):  # deposits of 3: each links its records, so expansion has rows
+        texts = [f"fact {j}" for j in range(i, i + 3)]
+        md = [{"n": j, "tag": "x" * (j % 4)} for j in range(i, i + 3)]
+        s.deposit("all", texts, vs[i : i + 3], metadata=md)
+        if i % 2 == 0:
+            s.deposit("half", texts, vs[i : i + 3])  # merges into the same records: now shared
+        if i % 30 == 0:
+            s.deposit("few", texts, vs[i : i + 3], scope="notes")
+
+
+def _key(rows: list[Memory]) -> list[tuple]:
+    return [dataclasses.astuple(m) for m in rows]
+
+
+def test_threads_recall_what_one_thread_recalls(store_path):
+    # exact_cutoff 16: "all" and "half" take the graph search (allow-sets,
+    # widening), "few" the exact scan; one scoped recall too.
+    with Store(store_path, dim=DIM, exact_cutoff=16) as s:
+        _fill(s)
+        qs = [unit(1000 + i) for i in range(24)]
+        calls = [("all", {}), ("half", {}), ("few", {}), ("all", {"where": {"n": {"$gte": 100}}}),
+                 ("few", {"scope": "notes"}), ("half", {"expand": False, "k": 9})]  # fmt: skip
+        want = {(c, i): _key(s.recall(owner, q, **kw)) for c, (owner, kw) in enumerate(calls) for i, q in enumerate(qs)}
+        assert all(want.values())
+        got: dict[int, dict] = {t: {} for t in range(THREADS)}
+        errors: list[BaseException] = []
+        gate = threading.Barrier(THREADS)
+
+        def work(t: int) -> None:
+            try:
+                gate.wait(timeout=30)
+                order = sorted(want, key=lambda key: hash((t, key)))  # each thread its own order
+                for c, i in order:
+                    owner, kw = calls[c]
+                    got[t][(c, i)] = _key(s.recall(owner, qs[i], **kw))
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(THREADS)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=120)
+        assert not any(th.is_alive() for th in threads)
+        assert not errors, errors
+        for t in range(THREADS):
+            assert got[t] == want
+
+
+def test_engine_built_memory_is_a_plain_memory(store):
+    d = store.deposit("a", ["one", "two"], np.stack([unit(1), unit(2)]), metadata={"k": [1, "v"]})
+    store.deposit("b", ["one"], unit(1)[None])
+    rows = store.recall("a", unit(1), k=1)
+    assert [m.via for m in rows] == ["hit", "edge"]
+    names = [f.name for f in dataclasses.fields(Memory)]
+    for m in rows:
+        assert type(m) is Memory
+        assert list(vars(m)) == names  # exactly the fields, in order
+        again = Memory(**vars(m))
+        assert again == m and hash(again) == hash(m) and repr(again) == repr(m)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            m.text = "changed"  # type: ignore[misc]
+        assert m.metadata == {"k": [1, "v"]}
+        assert isinstance(m.created_at, datetime.datetime) and m.created_at.tzinfo is datetime.timezone.utc
+    assert rows[0].owners == frozenset({"a", "b"}) and rows[0].id == d.ids[0]
+    assert rows[0].score == pytest.approx(1.0, abs=1e-5) and rows[1].score is None
+    assert rows[0].lexical_score is None
+    # the same as a record read with get (a Python-built Memory), but for score and via
+    assert dataclasses.replace(rows[1], score=None, via="") == store.get(d.ids[1], owner="a")
+
+
+# The last microsecond a datetime holds: 9999-12-31T23:59:59.999999Z.
+LAST = 253402300799999999
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=st.integers(0, LAST), b=st.integers(0, LAST))
+def test_recalled_times_are_record_meta_times(tmp_path_factory, a, b):
+    created, updated = min(a, b), max(a, b)  # a record is never updated before it was made
+    path = str(tmp_path_factory.mktemp("times") / "s")
+    with Store(path, dim=DIM) as s:
+        rid = s.deposit("a", ["x"], unit(1)[None]).ids[0]
+        s._handles().engine.load_meta([(rid, created, updated, [])])
+        (m,) = s.recall("a", unit(1))
+        assert (m.created_at, m.updated_at) == (to_datetime(created), to_datetime(updated))
+
+
+def test_a_time_past_year_9999_is_a_damaged_store(store):
+    rid = store.deposit("a", ["x"], unit(1)[None]).ids[0]
+    store._handles().engine.load_meta([(rid, LAST + 1, LAST + 1, [])])
+    with pytest.raises(CorruptStoreError, match="out of range"):
+        store.recall("a", unit(1))
+    with pytest.raises(CorruptStoreError, match="out of range"):
+        store.get(rid)  # the Python path says the same
+
+
+@pytest.mark.parametrize("owner", ["a", "nobody"])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        (np.full(DIM, np.nan, np.float32), "query has NaN or inf"),
+        (np.full(DIM, np.inf, np.float32), "query has NaN or inf"),
+        (np.zeros(DIM, np.float32), "query has zero norm"),
+    ],
+)
+def test_a_bad_float32_query_gets_the_python_message(store, owner, query, message):
+    # Such a query skips the Python checks (the engine refuses it first);
+    # the message is still the one every other query shape gets.
+    store.deposit("a", ["x"], unit(1)[None])
+    with pytest.raises(ValueError, match=message):
+        store.recall(owner, query)
+    with pytest.raises(ValueError, match=message):
+        store.recall(owner, query.astype(np.float64))
