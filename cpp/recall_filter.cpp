@@ -101,7 +101,7 @@ bool RecallFilter::holds(const Clause& c, const JsonValue& v) {
     }
 }
 
-bool RecallFilter::matches(const Inputs& in) const {
+bool RecallFilter::matches_fields(const Inputs& in) const {
     for (const Clause& c : clauses_) {
         JsonValue v;
         switch (c.field) {
@@ -115,13 +115,30 @@ bool RecallFilter::matches(const Inputs& in) const {
                 v.kind = JsonValue::kNumber;
                 v.num = static_cast<double>(c.field == kCreated ? in.times.created : in.times.updated);
                 break;
-            case kMetadata:
-                if (!in.has_metadata || !metadata_field(in.metadata, c.key, v)) return false;
-                break;
+            case kMetadata: continue;
         }
         if (!holds(c, v)) return false;
     }
     return true;
+}
+
+bool RecallFilter::matches_metadata(const Inputs& in) const {
+    for (const Clause& c : clauses_) {
+        if (c.field != kMetadata) continue;
+        JsonValue v;
+        if (!in.has_metadata || !metadata_field(in.metadata, c.key, v) || !holds(c, v)) return false;
+    }
+    return true;
+}
+
+bool MetadataVerdicts::matches(const RecallFilter::Inputs& in) {
+    if (!f_.needs_metadata()) return true;
+    if (!in.has_metadata) return false;
+    auto it = seen_.find(in.metadata);
+    if (it != seen_.end()) return it->second;
+    bool ok = f_.matches_metadata(in);
+    if (seen_.size() < kMaxEntries && in.metadata.size() <= kMaxBytes) seen_.emplace(in.metadata, ok);
+    return ok;
 }
 
 // The filter's inputs for one record, read in the caller's snapshot: only
@@ -184,6 +201,7 @@ void Store::keep_passing(MDB_txn* txn, uint32_t oid, std::vector<uint64_t>& ids,
     Cursor rc(txn, db_.records), tc(txn, meta ? db_.times : db_.records), mc(txn, meta ? db_.metadata : db_.records);
     MDB_val rk{}, rv{}, tk{}, tv{}, mk{}, mv{};
     bool rpos = false, tpos = false, mpos = false;
+    MetadataVerdicts verdicts(f);
     size_t out = 0;
     for (uint64_t id : ids) {
         RecallFilter::Inputs in;
@@ -203,7 +221,7 @@ void Store::keep_passing(MDB_txn* txn, uint32_t oid, std::vector<uint64_t>& ids,
                 in.metadata = view(mv);
             }
         }
-        if (f.matches(in)) ids[out++] = id;
+        if (f.matches_fields(in) && verdicts.matches(in)) ids[out++] = id;
     }
     ids.resize(out);
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "record_meta.hpp"
@@ -42,7 +43,11 @@ public:
     bool needs_metadata() const { return needs_metadata_; }
     // Every clause holds. A missing field (no metadata, no such key, no
     // times) fails every clause on it.
-    bool matches(const Inputs& in) const;
+    bool matches(const Inputs& in) const { return matches_fields(in) && matches_metadata(in); }
+    // The clauses on the round and the times alone.
+    bool matches_fields(const Inputs& in) const;
+    // The clauses on the metadata alone (true when there are none).
+    bool matches_metadata(const Inputs& in) const;
 
 private:
     struct Clause {
@@ -55,6 +60,23 @@ private:
     bool needs_round_ = false, needs_times_ = false, needs_metadata_ = false;
 
     static bool holds(const Clause& c, const JsonValue& v);
+};
+
+// The metadata clauses' verdict, remembered by the metadata's bytes for one
+// scan: records often share their metadata (a user, an agent, a category),
+// and parsing it is most of a filter's cost (measured: about 0.3 us an
+// object, against 0.06 us to read a row). The remembered bytes are views
+// into the caller's read transaction, which must outlive this.
+class MetadataVerdicts {
+public:
+    explicit MetadataVerdicts(const RecallFilter& f) : f_(f) {}
+    bool matches(const RecallFilter::Inputs& in);
+
+private:
+    // Bounds the memory a scan of all-distinct metadata spends on this.
+    static constexpr size_t kMaxEntries = 4096, kMaxBytes = 1024;
+    const RecallFilter& f_;
+    std::unordered_map<std::string_view, bool> seen_;
 };
 
 }  // namespace agentsensus

@@ -37,6 +37,10 @@ public:
     // Similarity of the query to id under the metric, within [lo, hi];
     // false when id is not held.
     bool bounds(const Query& q, uint64_t id, float& lo, float& hi) const;
+    // Tighter bounds for what bounds() could not rule out: the f32 query
+    // against the row, so only the row's rounding is left (about half the
+    // error), at the cost of a float product. False when id is not held.
+    bool bounds_f32(const float* q, const Query& qq, uint64_t id, float& lo, float& hi) const;
     // Starts fetching id's row (a scan walks ids in order and asks ahead).
     void prefetch(uint64_t id) const;
 
