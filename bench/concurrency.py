@@ -5,7 +5,9 @@ recall from several threads of one process against one thread.
     python bench/concurrency.py --n 100000 --statements 4000
     python bench/concurrency.py --quick              # a smoke run
 
-Writers: a copy of the cached corpus store (scale_stores.py); each run
+Both halves use a copy of the cached corpus store (scale_stores.py) whose
+vector index this build rebuilt (the cache keeps the one the build that
+made it wrote). Writers: a fresh copy of that per run; each run
 deposits the same total of fresh statements (plain Gaussian unit vectors, no
 merge fires) with the no-op judge, split evenly over P processes that each
 open the store and start together; statements/s is the total over the wall
@@ -195,7 +197,28 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (1 if args.quick else 3)
     if args.writers < 2 or args.threads < 2 or args.size < 1 or total < args.writers * args.size:
         ap.error("--writers and --threads must be at least 2, --statements at least writers x size")
-    base = corpus_store(n)
+    os.makedirs(datasets.DATA, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix="concurrency-", dir=datasets.DATA)
+    try:
+        return run(args, n, total, queries, rounds, current_index_copy(corpus_store(n), workdir), workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def current_index_copy(cached: str, workdir: str) -> str:
+    """A copy of the cached corpus store with its vector index rebuilt by
+    the installed build: the cache keeps the index file of the build that
+    made it (an f32 graph, say, where today's store keeps int8), and every
+    insertion and search would then cost what that build's cost."""
+    path = os.path.join(workdir, "base")
+    shutil.copytree(cached, path, ignore=shutil.ignore_patterns("ready", "index.usearch"))
+    t0 = time.perf_counter()
+    Store(path).close()  # a writable open rebuilds the missing index; close saves it
+    print(f"rebuilt the index of a copy in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return path
+
+
+def run(args: argparse.Namespace, n: int, total: int, queries: int, rounds: int, base: str, workdir: str) -> int:
     report: dict[str, Any] = {
         "command": " ".join(sys.argv),
         "n": n,
@@ -206,17 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"concurrency: {n:,}-record store, dim {datasets.DIM}, load average {load()}", file=sys.stderr)
 
     if args.skip != "writers":
-        os.makedirs(datasets.DATA, exist_ok=True)
-        workdir = tempfile.mkdtemp(prefix="concurrency-", dir=datasets.DATA)
         runs: dict[int, list[dict[str, Any]]] = {1: [], args.writers: []}
-        try:
-            t0 = time.perf_counter()
-            for r in range(rounds):
-                for procs in [1, args.writers] if r % 2 == 0 else [args.writers, 1]:
-                    runs[procs].append(run_writers(base, workdir, procs, total, args.size, args.sync, str(r)))
-                datasets.progress("writer runs", r + 1, rounds, t0)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+        t0 = time.perf_counter()
+        for r in range(rounds):
+            for procs in [1, args.writers] if r % 2 == 0 else [args.writers, 1]:
+                runs[procs].append(run_writers(base, workdir, procs, total, args.size, args.sync, str(r)))
+            datasets.progress("writer runs", r + 1, rounds, t0)
         med = {p: statistics.median(x["statements_per_s"] for x in rs) for p, rs in runs.items()}
         cpu = {p: statistics.median(x["cpu_ms_per_statement"] for x in rs) for p, rs in runs.items()}
         report["writers"] = {
