@@ -26,8 +26,11 @@ process (the engine releases the GIL in recall), QPS against one thread,
 per owner selectivity, interleaved the same way. Beside it, the share of a
 one-thread recall's wall time that holds the GIL (the engine counts the
 time it runs with the GIL released) and the ratio that share allows:
-1 / share, at most T and the cores. Wall-clock shares: on a loaded
-machine, preemption inflates both parts.
+1 / share, at most T and the cores; and the cores the process used (CPU
+seconds per wall second). Wall-clock shares: on a loaded machine,
+preemption inflates both parts, and where the kernel groups CPU time by
+session (/proc/sys/kernel/sched_autogroup_enabled) T threads get no more
+cores than one while other sessions keep the cores busy.
 
 It runs against the installed package; its sibling modules (datasets,
 scale_stores) import because Python puts this file's directory first on
@@ -116,6 +119,7 @@ def run_writers(base: str, workdir: str, procs: int, total: int, size: int, sync
         "seconds": t1 - t0,
         "statements_per_s": len(acked) / (t1 - t0),
         "cpu_ms_per_statement": cpu_ms,
+        "cores_used": sum(r[5] for r in results) / (t1 - t0),
         "lost": lost,
     }
 
@@ -136,9 +140,9 @@ def check_acked(path: str, acked: list[tuple[str, int]]) -> int:
 # -- readers -------------------------------------------------------------------
 
 
-def run_readers(s: Store, owner: str, qs: np.ndarray, threads: int) -> tuple[float, float]:
-    """(QPS, share of the wall time spent with the GIL released) of
-    len(qs) recalls split over threads. The share is the engine's own count
+def run_readers(s: Store, owner: str, qs: np.ndarray, threads: int) -> tuple[float, float, float]:
+    """(QPS, share of the wall time spent with the GIL released, cores the
+    process used) of len(qs) recalls split over threads. The share is the engine's own count
     of its GIL-released time (``_core.recall_nogil_ns``, per thread) over
     each thread's wall time; one thread's is what bounds T threads:
     whatever holds the GIL runs one thread at a time, so T threads reach at
@@ -161,11 +165,16 @@ def run_readers(s: Store, owner: str, qs: np.ndarray, threads: int) -> tuple[flo
     for t in ts:
         t.start()
     gate.wait()
+    c0 = os.times()
     for t in ts:
         t.join()
+    c1 = os.times()
     wall = max(b for _, b, _ in spans) - min(a for a, _, _ in spans)
     released = sum(g for _, _, g in spans) / 1e9 / sum(b - a for a, b, _ in spans)
-    return len(qs) / wall, released
+    # CPU seconds per wall second: below the thread count when the
+    # scheduler gave the process fewer cores (a loaded machine).
+    cores = (c1.user - c0.user + c1.system - c0.system) / wall
+    return len(qs) / wall, released, cores
 
 
 # -- main ----------------------------------------------------------------------
@@ -258,11 +267,13 @@ def run(args: argparse.Namespace, n: int, total: int, queries: int, rounds: int,
                 for q in qs[:20]:
                     s.recall(owner, q, k=K)  # warm the pages this owner's recalls touch
                 qps: dict[int, list[float]] = {1: [], args.threads: []}
+                cores: dict[int, list[float]] = {1: [], args.threads: []}
                 released: list[float] = []
                 for r in range(rounds):
                     for t in [1, args.threads] if r % 2 == 0 else [args.threads, 1]:
-                        got, share = run_readers(s, owner, qs, t)
+                        got, share, used = run_readers(s, owner, qs, t)
                         qps[t].append(got)
+                        cores[t].append(used)
                         if t == 1:
                             released.append(share)
                 m = {t: statistics.median(v) for t, v in qps.items()}
@@ -274,6 +285,7 @@ def run(args: argparse.Namespace, n: int, total: int, queries: int, rounds: int,
                     "us_per_recall": 1e6 / m[1],
                     "gil_held_share": held,
                     "gil_bound_ratio": bound,
+                    "median_cores_used": {str(t): statistics.median(v) for t, v in cores.items()},
                 }
                 print(
                     f"recall {label}: {m[1]:,.0f} QPS, {args.threads} threads {m[args.threads]:,.0f}; "
@@ -310,14 +322,17 @@ def table(report: dict[str, Any], writers: int, threads: int) -> str:
             f"| CPU ms per statement (all writers' threads) | {c['1']:.2f} | {c[str(writers)]:.2f} "
             f"| {w['cpu_bound_ratio']:.2f}x on {report['nproc']} idle cores | >= 0.80x |"
         )
+        u = {p: statistics.median(x["cores_used"] for x in rs) for p, rs in w["runs"].items()}
+        lines.append(f"| cores the writers used | {u['1']:.2f} | {u[str(writers)]:.2f} | | |")
     for label, r in report.get("readers", {}).get("by_selectivity", {}).items():
         one, many = statistics.median(r["qps"]["1"]), statistics.median(r["qps"][str(threads)])
         lines.append(
             f"| recall {label} owner, {threads} threads, QPS | {one:,.0f} | {many:,.0f} | {r['ratio']:.2f}x | >= 1.80x |"
         )
+        c = r["median_cores_used"]
         lines.append(
-            f"| recall {label} owner, GIL held, share of one thread's {r['us_per_recall']:.0f} us "
-            f"| {r['gil_held_share']:.0%} | | {r['gil_bound_ratio']:.2f}x bound | |"
+            f"| recall {label} owner, GIL held, share of one thread's {r['us_per_recall']:.0f} us; cores used "
+            f"| {r['gil_held_share']:.0%}; {c['1']:.2f} | {c[str(threads)]:.2f} | {r['gil_bound_ratio']:.2f}x bound | |"
         )
     lines.append(f"\nload average {report['loadavg_start']} -> {report['loadavg_end']}; {report['nproc']} cores")
     return "\n".join(lines)
