@@ -40,14 +40,18 @@ void bind_lexical(py::module_& m) {
         "lexical",
         [](Engine& e, const F32& vectors, const std::vector<std::string>& texts, size_t k,
            const std::vector<std::tuple<int64_t, std::string, bool>>& overlay,
-           const std::vector<std::vector<int64_t>>& also, const std::string& scope) {
+           const std::vector<std::vector<int64_t>>& also, const std::string& scope,
+           const std::vector<std::vector<int64_t>>& exclude) {
             auto u = e.use();
             Store& st = *u;
             const size_t n = texts.size();
             const float* v = rows_of(vectors, n, st.dim(), "vectors");
             if (also.size() != n) throw InvalidArgument("lexical: also must have one list per text");
+            if (!exclude.empty() && exclude.size() != n)
+                throw InvalidArgument("lexical: exclude must have one list per text, or none");
             std::vector<LexicalQuery> qs(n);
-            for (size_t i = 0; i < n; ++i) qs[i] = LexicalQuery{texts[i], v + i * st.dim(), also[i]};
+            for (size_t i = 0; i < n; ++i)
+                qs[i] = LexicalQuery{texts[i], v + i * st.dim(), also[i], exclude.empty() ? std::vector<int64_t>{} : exclude[i]};
             std::vector<LexicalOverlay> ov;
             for (const auto& [id, text, hit] : overlay) ov.push_back(LexicalOverlay{id, text, hit});
             LexicalAnswer r;
@@ -71,7 +75,9 @@ void bind_lexical(py::module_& m) {
             return py::make_tuple(r.offsets, ids, scores, sims, r.also, records);
         },
         py::arg("vectors"), py::arg("texts"), py::arg("k"), py::arg("overlay"), py::arg("also"), py::arg("scope") = "",
-        "(offsets, ids, lexical scores, similarities, also scores, records): each text's lexical top k.");
+        py::arg("exclude") = std::vector<std::vector<int64_t>>{},
+        "(offsets, ids, lexical scores, similarities, also scores, records): each text's lexical top k, "
+        "less the ids of its exclude list.");
     engine.def(
         "recall_fused",
         [](Engine& e, const std::string& owner, const F32& query, const std::string& text, size_t k, bool expand) {

@@ -177,24 +177,17 @@ void LexicalIndex::build(MDB_txn* txn, const std::function<void(uint64_t, uint64
     set_words_total(txn, words);
 }
 
-std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::string_view query, size_t k,
-                                             const std::vector<LexicalOverlay>& overlay,
-                                             const std::vector<int64_t>& also, std::vector<float>& also_scores,
-                                             const std::function<bool(uint64_t)>* keep) const {
-    also_scores.assign(also.size(), 0.f);
-    if (!built(txn)) return {};
+LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, const std::vector<LexicalOverlay>& overlay) const {
     // The corpus as the overlay leaves it: its new records join, and its
     // committed records are scored by their overlay text, not the stored one.
-    double docs = static_cast<double>(entries(txn, records_));
+    LexicalCorpus c;
+    c.docs = static_cast<double>(entries(txn, records_));
     double words = static_cast<double>(words_total(txn));
-    std::unordered_map<int64_t, LexicalDoc> over;
-    std::unordered_set<int64_t> no_hit;  // overlay records that are never hits
-    std::vector<LexicalDoc> replaced;    // the stored texts overlay records replace
     for (const LexicalOverlay& o : overlay) {
-        if (over.count(o.id)) continue;
+        if (c.over.count(o.id)) continue;
         LexicalDoc d = lexical_doc(o.text);
         if (o.id < 0) {
-            docs += 1;
+            c.docs += 1;
             words += d.length;
         } else {
             Be64 key(static_cast<uint64_t>(o.id));
@@ -204,59 +197,165 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::string_view quer
             if (!agentsensus::get(txn, records_, val(key.b, 8), rv) || !decode_record(rv, h, text)) continue;
             LexicalDoc old = lexical_doc(text);
             words += static_cast<double>(d.length) - old.length;
-            replaced.push_back(std::move(old));
+            for (const auto& [w, tf] : old.tf) c.replaced_df[w] += 1;
         }
-        over.emplace(o.id, std::move(d));
-        if (!o.hit) no_hit.insert(o.id);
+        c.over.emplace(o.id, LexicalCorpus::Doc{std::move(d), o.hit});
     }
-    if (docs <= 0) return {};
-    const double avgdl = words > 0 ? words / docs : 1.0;
-    const double common = std::max<double>(static_cast<double>(kLexicalCommonFloor), docs / 10);
+    c.avgdl = c.docs > 0 && words > 0 ? words / c.docs : 1.0;
+    return c;
+}
 
-    std::map<std::string, uint32_t> terms = lexical_doc(query).tf;  // sorted: one summation order everywhere
-    std::unordered_map<int64_t, double> acc;
-    Cursor c(txn, postings_);
-    for (const auto& term : terms) {
-        const std::string& w = term.first;
-        MDB_val key = val(w), v;
-        size_t stored = 0;
-        bool found = c.op(key, v, MDB_SET);
-        if (found) {
-            int rc = mdb_cursor_count(c.get(), &stored);
-            if (rc) throw_lmdb(rc, "mdb_cursor_count");
+std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::string_view query, size_t k,
+                                             const std::vector<LexicalOverlay>& overlay, const std::vector<int64_t>& also,
+                                             std::vector<float>& also_scores,
+                                             const std::function<bool(uint64_t)>* keep) const {
+    return search(txn, corpus(txn, overlay), query, k, also, also_scores, keep);
+}
+
+// Exact BM25 top k, term at a time, rarest word first, with max-score
+// pruning (Turtle and Flood 1995): once the k-th best score so far exceeds
+// the most that all the words left could add, no record outside the
+// accumulators can still reach the top k, so the words left (the frequent
+// ones: "told", "said", a witness's name) are looked up for the
+// accumulated records only instead of read in full, and accumulators that
+// cannot reach the k-th score are dropped. Every record's score is summed
+// in the same word order whichever way it was read, so the result is that
+// of scoring every record (tests/test_lexical_search.py checks it against
+// a reference).
+std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& cp, std::string_view query, size_t k,
+                                             const std::vector<int64_t>& also, std::vector<float>& also_scores,
+                                             const std::function<bool(uint64_t)>* keep,
+                                             const std::vector<int64_t>* exclude) const {
+    also_scores.assign(also.size(), 0.f);
+    if (!built(txn) || cp.docs <= 0 || k == 0) return {};
+    struct Term {
+        std::string word;
+        size_t stored = 0;  // postings in the table
+        double idf = 0, bound = 0;
+    };
+    std::vector<Term> terms;
+    {
+        Cursor c(txn, postings_);
+        const LexicalDoc q = lexical_doc(query);
+        for (const auto& word : q.tf) {  // a query's repeated word counts once
+            Term t{word.first};
+            MDB_val key = val(t.word), v;
+            if (c.op(key, v, MDB_SET)) {
+                int rc = mdb_cursor_count(c.get(), &t.stored);
+                if (rc) throw_lmdb(rc, "mdb_cursor_count");
+            }
+            double df = static_cast<double>(t.stored);
+            auto r = cp.replaced_df.find(t.word);
+            if (r != cp.replaced_df.end()) df -= r->second;
+            for (const auto& [id, d] : cp.over) df += d.doc.tf.count(t.word);
+            if (df <= 0) continue;
+            t.idf = std::log(1 + (cp.docs - df + 0.5) / (df + 0.5));
+            // term_weight < idf * (k1 + 1) for every count and length; the
+            // margin covers the rounding of the sums compared with it.
+            t.bound = t.idf * (kK1 + 1) * (1 + 1e-9);
+            terms.push_back(std::move(t));
         }
-        double df = static_cast<double>(stored);
-        for (const LexicalDoc& old : replaced) df -= old.tf.count(w);
-        for (const auto& [id, d] : over) df += d.tf.count(w);
-        if (df <= 0 || df > common) continue;
-        const double idf = std::log(1 + (docs - df + 0.5) / (df + 0.5));
-        if (found) {
-            bool more = c.op(key, v, MDB_GET_MULTIPLE);
-            while (more) {
-                const unsigned char* p = static_cast<const unsigned char*>(v.mv_data);
-                for (size_t at = 0; at + kPosting <= v.mv_size; at += kPosting) {
-                    Posting x = decode_posting(p + at);
-                    int64_t id = static_cast<int64_t>(x.id);
-                    if (over.count(id)) continue;  // scored by its overlay text below
-                    acc[id] += term_weight(idf, x.tf, x.length, avgdl);
+    }
+    std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) {
+        return a.idf > b.idf || (a.idf == b.idf && a.word < b.word);
+    });
+    std::vector<double> rest(terms.size() + 1, 0.0);  // rest[j]: the most words j.. can add
+    for (size_t j = terms.size(); j-- > 0;) rest[j] = rest[j + 1] + terms[j].bound;
+
+    struct Acc {
+        double score = 0;
+        bool hit = false;   // may be returned (kept, not an overlay record of another scope)
+        bool pinned = false;  // an also id or an overlay record: never dropped
+    };
+    std::unordered_map<int64_t, Acc> acc;
+    acc.reserve(64);
+    std::unordered_set<int64_t> excluded;
+    if (exclude) excluded.insert(exclude->begin(), exclude->end());
+    auto eligible = [&](int64_t id) {
+        if (excluded.count(id)) return false;
+        auto o = cp.over.find(id);
+        if (o != cp.over.end()) return o->second.hit && (id < 0 || !keep || (*keep)(static_cast<uint64_t>(id)));
+        return !keep || (*keep)(static_cast<uint64_t>(id));
+    };
+    for (int64_t id : also) acc.emplace(id, Acc{0, eligible(id), true});
+    for (const auto& [id, d] : cp.over) acc.emplace(id, Acc{0, eligible(id), true});
+
+    // The k-th best eligible score so far, and whether k are known.
+    std::vector<double> scratch;
+    auto kth = [&](double& theta) {
+        scratch.clear();
+        for (const auto& [id, a] : acc)
+            if (a.hit && a.score > 0) scratch.push_back(a.score);
+        if (scratch.size() < k) return false;
+        std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<double>());
+        theta = scratch[k - 1];
+        return true;
+    };
+    // A score this far below the k-th cannot reach it, even after both are
+    // rounded to float for the ranking (ties there go to the lower id).
+    constexpr double kBelow = 1 - 1e-6;
+
+    Cursor c(txn, postings_);
+    bool closed = false;  // no record outside acc can reach the top k any more
+    for (size_t j = 0; j < terms.size(); ++j) {
+        const Term& t = terms[j];
+        double theta = 0;
+        bool known = kth(theta);
+        if (!closed && known && rest[j] < theta * kBelow) closed = true;
+        if (closed) {
+            for (auto it = acc.begin(); it != acc.end();)
+                it = (!it->second.pinned && it->second.score + rest[j] < theta * kBelow) ? acc.erase(it) : std::next(it);
+        }
+        auto add = [&](int64_t id, uint32_t tf, uint32_t length) {
+            double w = term_weight(t.idf, tf, length, cp.avgdl);
+            auto it = acc.find(id);
+            if (it != acc.end()) {
+                it->second.score += w;
+            } else if (!closed) {
+                bool hit = eligible(id);
+                if (hit) acc.emplace(id, Acc{w, true, false});  // a record no keep admits is never a hit
+            }
+        };
+        if (t.stored > 0) {
+            size_t committed = acc.size() - cp.over.size();  // at most, the accumulated committed records
+            if (closed && committed * 8 < t.stored) {
+                // Few accumulators against a long posting list: find each one's posting by id.
+                for (auto& [id, a] : acc) {
+                    if (id < 0 || cp.over.count(id)) continue;
+                    auto probe = encode_posting(Posting{static_cast<uint64_t>(id), 0, 0});
+                    MDB_val key = val(t.word), v = val(probe.data(), probe.size());
+                    if (!c.op(key, v, MDB_GET_BOTH_RANGE) || v.mv_size != kPosting) continue;
+                    Posting x = decode_posting(static_cast<const unsigned char*>(v.mv_data));
+                    if (x.id == static_cast<uint64_t>(id)) a.score += term_weight(t.idf, x.tf, x.length, cp.avgdl);
                 }
-                more = c.op(key, v, MDB_NEXT_MULTIPLE);
+            } else {
+                MDB_val key = val(t.word), v;
+                bool more = c.op(key, v, MDB_SET) && c.op(key, v, MDB_GET_MULTIPLE);
+                while (more) {
+                    const unsigned char* p = static_cast<const unsigned char*>(v.mv_data);
+                    for (size_t at = 0; at + kPosting <= v.mv_size; at += kPosting) {
+                        Posting x = decode_posting(p + at);
+                        int64_t id = static_cast<int64_t>(x.id);
+                        if (cp.over.count(id)) continue;  // scored by its overlay text below
+                        add(id, x.tf, x.length);
+                    }
+                    more = c.op(key, v, MDB_NEXT_MULTIPLE);
+                }
             }
         }
-        for (const auto& [id, d] : over) {
-            auto it = d.tf.find(w);
-            if (it != d.tf.end()) acc[id] += term_weight(idf, it->second, d.length, avgdl);
+        for (const auto& [id, d] : cp.over) {
+            auto it = d.doc.tf.find(t.word);
+            if (it != d.doc.tf.end()) acc[id].score += term_weight(t.idf, it->second, d.doc.length, cp.avgdl);
         }
     }
     for (size_t i = 0; i < also.size(); ++i) {
         auto it = acc.find(also[i]);
-        if (it != acc.end()) also_scores[i] = static_cast<float>(it->second);
+        if (it != acc.end()) also_scores[i] = static_cast<float>(it->second.score);
     }
     std::vector<LexicalHit> hits;
     hits.reserve(acc.size());
-    for (const auto& [id, s] : acc)
-        if (s > 0 && !no_hit.count(id) && (!keep || id < 0 || (*keep)(static_cast<uint64_t>(id))))
-            hits.push_back(LexicalHit{id, static_cast<float>(s)});
+    for (const auto& [id, a] : acc)
+        if (a.hit && a.score > 0) hits.push_back(LexicalHit{id, static_cast<float>(a.score)});
     auto better = [](const LexicalHit& a, const LexicalHit& b) {
         return a.score > b.score || (a.score == b.score && tie_key(a.id) < tie_key(b.id));
     };

@@ -6,9 +6,9 @@
 // content in the vector); recall may fuse it with the vector ranking.
 //
 // Scoring is BM25 (k1 = 1.2, b = 0.75) over the words of the live records'
-// texts. A word in more than max(kLexicalCommonFloor, N / 10) of the N
-// records is left out of a query's score: its posting list costs the most
-// to read and its weight is the smallest.
+// texts, every word of the query counted, exactly; the search prunes by
+// max score, so a frequent word's long posting list is read only for the
+// records that may still reach the top k.
 #pragma once
 #include <lmdb.h>
 
@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "lmdb_env.hpp"
@@ -28,7 +29,6 @@ namespace agentsensus {
 // rebuilds the index on its next writable open. 2: a lone digit is a word.
 constexpr uint64_t kLexicalVersion = 2;
 constexpr size_t kMaxWordBytes = 64;
-constexpr uint64_t kLexicalCommonFloor = 4096;
 
 // The words of a text as the index keys them: runs of ASCII letters and
 // digits (lowercased) and of non-ASCII bytes (UTF-8 letters, kept as they
@@ -58,6 +58,19 @@ struct LexicalOverlay {
     int64_t id;
     std::string_view text;
     bool hit = true;
+};
+
+// The corpus a batch's queries are ranked against: the store's record and
+// word counts as the overlay leaves them, and the overlay's texts as words.
+// Made once per batch (LexicalIndex::corpus), read by each query.
+struct LexicalCorpus {
+    struct Doc {
+        LexicalDoc doc;
+        bool hit = true;
+    };
+    double docs = 0, avgdl = 1;
+    std::unordered_map<int64_t, Doc> over;             // the overlay's records by id
+    std::unordered_map<std::string, double> replaced_df;  // words of the stored texts overlay records replace
 };
 
 class LexicalIndex {
@@ -90,6 +103,13 @@ public:
                                    const std::vector<LexicalOverlay>& overlay, const std::vector<int64_t>& also,
                                    std::vector<float>& also_scores,
                                    const std::function<bool(uint64_t)>* keep = nullptr) const;
+    // The same against a corpus made once for several queries.
+    LexicalCorpus corpus(MDB_txn* txn, const std::vector<LexicalOverlay>& overlay) const;
+    // exclude (if given): ids that are never hits, so the k are of the others.
+    std::vector<LexicalHit> search(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view query, size_t k,
+                                   const std::vector<int64_t>& also, std::vector<float>& also_scores,
+                                   const std::function<bool(uint64_t)>* keep = nullptr,
+                                   const std::vector<int64_t>* exclude = nullptr) const;
 
     // I18: the postings are exactly the words of the live records' texts,
     // each with its count and the record's length, and meta lex_words is

@@ -40,11 +40,13 @@ LexicalAnswer Store::lexical(const std::vector<LexicalQuery>& queries, size_t k,
     ScopeView sv = scope_view(t.get(), scope);
     std::function<bool(uint64_t)> keep = [&](uint64_t id) { return sv.contains(id); };
     std::vector<uint64_t> named;
+    const LexicalCorpus corpus = lexical_->corpus(t.get(), overlay);  // once for every query
     for (size_t i = 0; i < queries.size(); ++i) {
         const LexicalQuery& lq = queries[i];
         prepare_vector(lq.vector, q.data());
         std::vector<LexicalHit> hits =
-            lexical_->search(t.get(), lq.text, k, overlay, lq.also, out.also[i], sv.filtered ? &keep : nullptr);
+            lexical_->search(t.get(), corpus, lq.text, k, lq.also, out.also[i], sv.filtered ? &keep : nullptr,
+                             &lq.exclude);
         for (const LexicalHit& h : hits) {
             float s = std::numeric_limits<float>::quiet_NaN();
             if (h.id > 0) {

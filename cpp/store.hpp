@@ -152,6 +152,7 @@ struct LexicalQuery {
     std::string_view text;
     const float* vector = nullptr;
     std::vector<int64_t> also;
+    std::vector<int64_t> exclude;  // never hits (the statement's vector candidates): the top k is of the others
 };
 
 struct LexicalAnswer {

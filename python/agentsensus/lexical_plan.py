@@ -37,7 +37,7 @@ class LexicalCandidates:
     """One item's lexical hits, fetched before its candidates are built."""
 
     def __init__(self, hits: list[list[tuple[int, float, float]]], also: list[dict[int, float]], k: int = 0) -> None:
-        self._hits = hits  # per statement: (id, bm25, cosine), best first, deeper than k
+        self._hits = hits  # per statement: (id, bm25, cosine), best first, none a vector candidate
         self._also = also  # per statement: the bm25 of its vector candidates
         self._k = k  # how many a statement's lexical search adds
 
@@ -61,12 +61,19 @@ class LexicalCandidates:
         if not need:
             return cls(hits, also_of)
         offsets = planner._offsets[base : base + n + 1]
-        vector: list[list[int]] = []
+        vector: list[list[int]] = []  # the vector search's hits, for their BM25 scores
+        shown: list[list[int]] = []  # the vector candidates the judge will see: never lexical hits
         for i in need:
             ids: list[int] = planner._ids[offsets[i] : offsets[i + 1]].tolist()
+            cands = list(zip(planner._scores[offsets[i] : offsets[i + 1]].tolist(), ids))
             if staged_sims is not None:
-                ids += (-1 - np.flatnonzero(staged_sims[i] >= planner.min_similarity)).tolist()
+                staged = np.flatnonzero(staged_sims[i] >= planner.min_similarity)
+                ids += (-1 - staged).tolist()
+                cands += [(float(staged_sims[i, j]), -(int(j) + 1)) for j in staged]
+            # as BatchPlanner.plan_item ranks and cuts them (union checks it)
+            cands.sort(key=lambda c: (-c[0], c[1] if c[1] > 0 else (1 << 62) - c[1]))
             vector.append(ids)
+            shown.append([rid for _, rid in cands[: planner.k]])
         committed = planner._committed
         # (id, text, may be a hit): the batch's new records of other scopes count in the statistics only,
         # as they would once committed
@@ -74,12 +81,10 @@ class LexicalCandidates:
         overlay += [(-(j + 1), s.text, s.scope == scope) for j, s in enumerate(planner.new)]
         # A later pass replans an item on the same staged state: the same question, asked once per attempt.
         cache = planner.__dict__.setdefault("_lexical_cache", {})
-        key = (base, scope, tuple(overlay), tuple(tuple(v) for v in vector))
+        key = (base, scope, tuple(overlay), tuple(tuple(v) for v in vector), tuple(tuple(v) for v in shown))
         if key not in cache:
-            # Deep enough that k remain once the vector candidates (at most these) are left out.
-            deep = k + max(len(v) for v in vector)
             cache[key] = planner.engine.lexical(
-                item.vectors[need], [item.statements[i] for i in need], deep, overlay, vector, scope
+                item.vectors[need], [item.statements[i] for i in need], k, overlay, vector, scope, shown
             )
         offs, ids_, scores, sims, also, records = cache[key]
         for rid, row in records.items():

@@ -1,0 +1,83 @@
+"""The lexical search (cpp/lexical_index.cpp, max-score pruned BM25) against
+a reference that scores every record: on random small corpora, with a
+batch's overlay of new records and ids left out (a statement's vector
+candidates), its top k and the scores of the vector candidates it is given
+are exactly the reference's."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+from agentsensus import Store
+from helpers import DIM, unit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+K1, B = 1.2, 0.75
+# Few words, some in nearly every text, so ties, frequent words and pruning all occur.
+VOCAB = ["told", "told", "told", "said", "scene", "3", "4", "ghost", "arras", "Polonius", "König", "sword", "rue", "x"]
+
+
+def words(text: str) -> list[bytes]:
+    runs = re.findall(rb"[A-Za-z0-9\x80-\xff]+", text.encode("utf-8"))
+    return [r.lower()[:64] for r in runs if len(r) >= 2 or r.isdigit()]
+
+
+def reference(
+    docs: dict[int, str], query: str, k: int, exclude: frozenset[int] = frozenset()
+) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """BM25 of every doc, summed over the query's words rarest first (ties by
+    word), the engine's order; the top k by float score, ties to the lower
+    committed id, the overlay's new records (negative ids) after them."""
+    bags = {i: words(t) for i, t in docs.items()}
+    n = len(bags)
+    avgdl = sum(len(b) for b in bags.values()) / n if sum(len(b) for b in bags.values()) else 1.0
+    terms = []
+    for w in sorted(set(words(query))):
+        df = sum(1 for b in bags.values() if w in b)
+        if df:
+            terms.append((-math.log(1 + (n - df + 0.5) / (df + 0.5)), w))
+    terms.sort()
+    score = {i: 0.0 for i in bags}
+    for neg_idf, w in terms:
+        idf = -neg_idf
+        for i, b in bags.items():
+            t = b.count(w)
+            if t:
+                score[i] += idf * t * (K1 + 1) / (t + K1 * (1 - B + B * len(b) / avgdl))
+    tie = {i: (i if i > 0 else (1 << 63) - i) for i in bags}
+    hits = ((i, float(np.float32(s))) for i, s in score.items() if s > 0 and i not in exclude)
+    ranked = sorted(hits, key=lambda x: (-x[1], tie[x[0]]))
+    return ranked[:k], score
+
+
+texts = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=7).map(" ".join)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    stored=st.lists(texts, min_size=1, max_size=30),
+    new=st.lists(texts, max_size=4),
+    query=texts,
+    k=st.integers(1, 6),
+    also_picks=st.lists(st.integers(0, 40), max_size=4),
+    exclude_picks=st.lists(st.integers(0, 40), max_size=3),
+)
+def test_the_top_k_is_the_reference_bm25s(tmp_path_factory, stored, new, query, k, also_picks, exclude_picks):
+    path = str(tmp_path_factory.mktemp("lexs") / "s")
+    with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
+        ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
+        docs = {rid: s.get(rid).text for rid in set(ids)}  # exact duplicates are one record
+        overlay = [(-(j + 1), t, True) for j, t in enumerate(new)]
+        docs.update({-(j + 1): t for j, t in enumerate(new)})
+        keys = sorted(docs)
+        also = [keys[p % len(keys)] for p in also_picks]
+        exclude = [keys[p % len(keys)] for p in exclude_picks]
+        got = s._engine.lexical(unit(99)[None], [query], k, overlay, [also], "", [exclude])
+        offs, got_ids, got_scores, _, also_scores, _ = got
+        want, score = reference(docs, query, k, frozenset(exclude))
+        assert list(zip(got_ids.tolist(), got_scores.tolist())) == want
+        assert list(offs) == [0, len(want)]
+        assert also_scores[0] == [float(np.float32(score[i])) for i in also]
