@@ -706,23 +706,36 @@ void Store::ensure_allow_set(uint32_t oid) {
 
 // Searches the whole graph, widening from `wanted`, and keeps the owner's
 // best k; false when the graph does not reach enough of them (then scan).
-// Holds index_mu_ shared; the owner's allow-set exists.
+// Under a filter, enough is kOverfetch * k that pass (the margin `wanted`
+// gives an unfiltered search), and the next width follows the pass share
+// seen among the owner's candidates, so that a selective filter goes to the
+// scan after one search instead of several. Holds index_mu_ shared; the
+// owner's allow-set exists.
 bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, size_t count, size_t total,
                          size_t wanted, std::vector<Hit>& hits, const RecallFilter& filter) {
     const std::vector<uint64_t>& bits = allow_.at(oid);
-    size_t want = std::min(k, count);
-    for (;; wanted *= 4) {
+    const size_t want = std::min(k, count), enough = filter.empty() ? want : std::min(count, kOverfetch * k);
+    for (;;) {
+        // The walk keeps expansion_search candidates however few are asked
+        // for: take them all, more of them may be the owner's.
+        wanted = std::max(wanted, expansion_search_);
         hits = index_->search(q, wanted);
         // Keep the owner's; the allow-set may be ahead of this snapshot, so
         // ownership is confirmed in it.
+        size_t owned = 0;
         hits.erase(std::remove_if(hits.begin(), hits.end(),
                                   [&](const Hit& h) {
-                                      return !test_bit(bits, h.id) || !owns(txn, oid, h.id) ||
-                                             !passes(txn, oid, h.id, filter);
+                                      if (!test_bit(bits, h.id) || !owns(txn, oid, h.id)) return true;
+                                      ++owned;
+                                      return !passes(txn, oid, h.id, filter);
                                   }),
                    hits.end());
-        if (hits.size() >= want) break;
-        if (wanted >= total || search_cost(wanted * 4) >= count) return false;
+        if (hits.size() >= enough) break;
+        size_t next = wanted * 4;
+        if (!filter.empty() && owned > 0)
+            next = std::max(next, hits.empty() ? wanted * enough * 4 : (wanted * enough) / hits.size() + 1);
+        if (wanted >= total || search_cost(next) >= count) return false;
+        wanted = next;
     }
     if (hits.size() > k) hits.resize(k);
     return true;

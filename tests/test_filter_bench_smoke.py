@@ -24,6 +24,14 @@ def test_filter_recall_bench_runs_and_is_exact_on_a_small_owner(tmp_path: Path) 
     )
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(out.read_text())
-    assert set(report["results"]) == {"unfiltered", "selective (1%)", "range (10%)", "unselective (50%)"}
+    assert set(report["results"]) == {
+        "unfiltered",
+        "selective (1%)",
+        "$in (3%)",
+        "range (10%)",
+        "unselective (50%)",
+        "created_at (50%)",
+        "half and range (5%)",
+    }
     assert all(r["recall_at_k"] == 1.0 for r in report["results"].values()), report
-    assert "x unfiltered" in done.stdout
+    assert "x unfiltered" in done.stdout and "x raw" in done.stdout
