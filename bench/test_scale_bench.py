@@ -1,6 +1,7 @@
 """The engine at 10k, 100k and 1M records: owner-scoped recall at every
 selectivity (with recall@5 against an exact owner-scoped scan), open after a
-clean and after an unclean close, and peak memory.
+clean and after an unclean close, peak memory, and concurrency (4 writer
+processes against 1, 2 recall threads against 1).
 
     pytest bench/test_scale_bench.py --benchmark-only
     AGENTSENSUS_BENCH_SIZES=10000,100000 pytest bench/test_scale_bench.py --benchmark-only
@@ -135,3 +136,64 @@ print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
     files = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
     benchmark.extra_info["peak_rss_mib"] = round(out["kib"] / 1024, 1)
     benchmark.extra_info["store_files_mib"] = round(files / 2**20, 1)
+
+
+# Concurrency at each size, through bench/concurrency.py's runners (that
+# script is the full run: rounds, CPU accounting, the table).
+WRITER_STATEMENTS = 400
+
+
+def test_writers_four_against_one(benchmark, store):
+    """4 writer processes depositing single statements into a copy of the
+    store against 1 process (the same total); the benchmark times the 4,
+    extra_info holds both rates, their ratio (bar >= 0.8x) and the lost."""
+    import tempfile
+
+    import concurrency
+
+    n, path = store
+    workdir = tempfile.mkdtemp(prefix="writers-", dir=DATA)
+    out: dict = {}
+    try:
+        out["one"] = concurrency.run_writers(path, workdir, 1, WRITER_STATEMENTS, 1, False, "one")
+        benchmark.pedantic(
+            lambda: out.__setitem__(
+                "four", concurrency.run_writers(path, workdir, 4, WRITER_STATEMENTS, 1, False, "four")
+            ),
+            rounds=1,
+            iterations=1,
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    one, four = out["one"]["statements_per_s"], out["four"]["statements_per_s"]
+    benchmark.extra_info.update(
+        statements_per_s_one=round(one, 1),
+        statements_per_s_four=round(four, 1),
+        ratio=round(four / one, 3),
+        load=os.getloadavg()[0],
+    )
+    assert out["one"]["lost"] == 0 and out["four"]["lost"] == 0, "an acknowledged statement is missing"
+
+
+@pytest.mark.parametrize("share", list(SCALE_SELECTIVITY), ids=[s.replace("%", "pct") for s in SCALE_SELECTIVITY])
+def test_recall_two_threads(benchmark, store, share):
+    """The same recalls split over 2 threads of one process against 1
+    thread; the benchmark times the 2-thread run, extra_info holds both QPS
+    and their ratio (bar >= 1.8x)."""
+    import concurrency
+
+    n, path = store
+    owner = SCALE_SELECTIVITY[share]
+    qs = corpus_queries(n, 2 * QUERIES, seed=1001, kind=KIND)
+    runs: dict[str, tuple[float, float]] = {}  # (QPS, share of the wall time with the GIL released)
+    with Store(path, create=False, readonly=True) as s:
+        for q in qs[:20]:
+            s.recall(owner, q, k=K)  # warm the pages this owner's recalls touch
+        runs["one"] = concurrency.run_readers(s, owner, qs, 1)
+        benchmark.pedantic(
+            lambda: runs.__setitem__("two", concurrency.run_readers(s, owner, qs, 2)), rounds=1, iterations=1
+        )
+    (one, released), (two, _) = runs["one"], runs["two"]
+    benchmark.extra_info.update(
+        qps_one=round(one), qps_two=round(two), ratio=round(two / one, 3), gil_released_share=round(released, 3)
+    )
