@@ -185,7 +185,7 @@ def test_recall_two_threads(benchmark, store, share):
     n, path = store
     owner = SCALE_SELECTIVITY[share]
     qs = corpus_queries(n, 2 * QUERIES, seed=1001, kind=KIND)
-    runs: dict[str, tuple[float, float]] = {}  # (QPS, share of the wall time with the GIL released)
+    runs: dict[str, tuple[float, ...]] = {}  # (QPS, share of the wall time with the GIL released, cores used)
     with Store(path, create=False, readonly=True) as s:
         for q in qs[:20]:
             s.recall(owner, q, k=K)  # warm the pages this owner's recalls touch
@@ -193,7 +193,12 @@ def test_recall_two_threads(benchmark, store, share):
         benchmark.pedantic(
             lambda: runs.__setitem__("two", concurrency.run_readers(s, owner, qs, 2)), rounds=1, iterations=1
         )
-    (one, released), (two, _) = runs["one"], runs["two"]
+    one, released = runs["one"][:2]
+    two, cores = runs["two"][0], runs["two"][2]
     benchmark.extra_info.update(
-        qps_one=round(one), qps_two=round(two), ratio=round(two / one, 3), gil_released_share=round(released, 3)
+        qps_one=round(one),
+        qps_two=round(two),
+        ratio=round(two / one, 3),
+        gil_released_share=round(released, 3),
+        cores_two=round(cores, 2),
     )
