@@ -64,15 +64,17 @@ class LexicalCandidates:
         vector: list[list[int]] = []  # the vector search's hits, for their BM25 scores
         shown: list[list[int]] = []  # the vector candidates the judge will see: never lexical hits
         for i in need:
-            ids: list[int] = planner._ids[offsets[i] : offsets[i + 1]].tolist()
+            ids: list[int] = planner._ids[offsets[i] : offsets[i + 1]].tolist()  # at most planner.k
+            staged = np.flatnonzero(staged_sims[i] >= planner.min_similarity) if staged_sims is not None else ()
+            if len(staged) == 0:
+                vector.append(ids)
+                shown.append(ids)
+                continue
             cands = list(zip(planner._scores[offsets[i] : offsets[i + 1]].tolist(), ids))
-            if staged_sims is not None:
-                staged = np.flatnonzero(staged_sims[i] >= planner.min_similarity)
-                ids += (-1 - staged).tolist()
-                cands += [(float(staged_sims[i, j]), -(int(j) + 1)) for j in staged]
-            # as BatchPlanner.plan_item ranks and cuts them (union checks it)
+            cands += [(float(staged_sims[i, j]), -(int(j) + 1)) for j in staged]
+            # as BatchPlanner.begin ranks and cuts them (union checks it)
             cands.sort(key=lambda c: (-c[0], c[1] if c[1] > 0 else (1 << 62) - c[1]))
-            vector.append(ids)
+            vector.append(ids + (-1 - staged).tolist())
             shown.append([rid for _, rid in cands[: planner.k]])
         committed = planner._committed
         # (id, text, may be a hit): the batch's new records of other scopes count in the statistics only,
