@@ -227,7 +227,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                                              const std::function<bool(uint64_t)>* keep,
                                              const std::vector<int64_t>* exclude) const {
     also_scores.assign(also.size(), 0.f);
-    if (!built(txn) || cp.docs <= 0 || k == 0) return {};
+    if (!built(txn) || cp.docs <= 0) return {};
     struct Term {
         std::string word;
         size_t stored = 0;  // postings in the table
@@ -286,7 +286,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         scratch.clear();
         for (const auto& [id, a] : acc)
             if (a.hit && a.score > 0) scratch.push_back(a.score);
-        if (scratch.size() < k) return false;
+        if (k == 0 || scratch.size() < k) return false;  // k == 0: only the also scores are asked for
         std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<double>());
         theta = scratch[k - 1];
         return true;

@@ -61,7 +61,7 @@ texts = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=7).map(" ".join)
     stored=st.lists(texts, min_size=1, max_size=30),
     new=st.lists(texts, max_size=4),
     query=texts,
-    k=st.integers(1, 6),
+    k=st.integers(0, 6),
     also_picks=st.lists(st.integers(0, 40), max_size=4),
     exclude_picks=st.lists(st.integers(0, 40), max_size=3),
 )
