@@ -62,6 +62,7 @@ RecallFilter RecallFilter::decode(std::string_view spec) {
         f.clauses_.push_back(std::move(c));
     }
     if (!r.rest().empty()) throw bad();
+    f.spec_.assign(spec);
     return f;
 }
 
@@ -165,6 +166,34 @@ bool Store::passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& 
         }
     }
     return f.matches(in);
+}
+
+namespace {
+constexpr size_t kPassingKept = 8;  // filters remembered (a few users' or agents' at a time)
+}  // namespace
+
+std::shared_ptr<const std::vector<uint64_t>> Store::passing_ids(MDB_txn* txn, uint32_t oid, const RecallFilter& f) {
+    if (f.empty()) return nullptr;
+    size_t snapshot = mdb_txn_id(txn);
+    std::lock_guard<std::mutex> g(passing_mu_);
+    for (const PassingIds& p : passing_)
+        if (p.snapshot == snapshot && p.oid == oid && p.spec == f.spec()) return p.ids;
+    return nullptr;
+}
+
+void Store::remember_passing(MDB_txn* txn, uint32_t oid, const RecallFilter& f,
+                             std::shared_ptr<const std::vector<uint64_t>> kept) {
+    if (f.empty()) return;
+    size_t snapshot = mdb_txn_id(txn);
+    std::lock_guard<std::mutex> g(passing_mu_);
+    // What older snapshots found is of no use to a reader of a newer one.
+    passing_.erase(std::remove_if(passing_.begin(), passing_.end(),
+                                  [&](const PassingIds& p) {
+                                      return p.snapshot < snapshot || (p.oid == oid && p.spec == f.spec());
+                                  }),
+                   passing_.end());
+    if (passing_.size() >= kPassingKept) passing_.erase(passing_.begin());
+    passing_.push_back(PassingIds{snapshot, oid, f.spec(), std::move(kept)});
 }
 
 }  // namespace agentsensus

@@ -38,6 +38,8 @@ public:
     static RecallFilter decode(std::string_view spec);
 
     bool empty() const { return clauses_.empty(); }
+    // The spec it was decoded from: equal specs, equal filters.
+    const std::string& spec() const { return spec_; }
     bool needs_round() const { return needs_round_; }
     bool needs_times() const { return needs_times_; }
     bool needs_metadata() const { return needs_metadata_; }
@@ -57,6 +59,7 @@ private:
         std::vector<JsonValue> values;
     };
     std::vector<Clause> clauses_;
+    std::string spec_;
     bool needs_round_ = false, needs_times_ = false, needs_metadata_ = false;
 
     static bool holds(const Clause& c, const JsonValue& v);

@@ -388,6 +388,11 @@ private:
     bool passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& filter);
     // Keeps the ids (ascending) that pass, reading with forward cursors (recall_filter.cpp).
     void keep_passing(MDB_txn* txn, uint32_t oid, std::vector<uint64_t>& ids, const RecallFilter& filter);
+    // The owner's ids that pass the filter in txn's snapshot, as a scan last
+    // found them there (null when no scan did); remember_passing keeps them.
+    std::shared_ptr<const std::vector<uint64_t>> passing_ids(MDB_txn* txn, uint32_t oid, const RecallFilter& filter);
+    void remember_passing(MDB_txn* txn, uint32_t oid, const RecallFilter& filter,
+                          std::shared_ptr<const std::vector<uint64_t>> ids);
     // The side tables of record_meta.hpp (record_meta.cpp): reads into a
     // row, stamps (created and updated, or updated only), an owner's
     // metadata (checked first), and the deletes of a record's or an owner's rows.
@@ -512,6 +517,18 @@ private:
 
     std::mutex names_mu_;
     std::unordered_map<uint32_t, std::string> names_;  // committed owner names
+
+    // The latest few filters' passing ids, each valid in one snapshot only
+    // (LMDB's txn id names a snapshot: same id, same data), so a filter
+    // repeated between commits is not evaluated again (recall_filter.cpp).
+    struct PassingIds {
+        size_t snapshot;
+        uint32_t oid;
+        std::string spec;
+        std::shared_ptr<const std::vector<uint64_t>> ids;
+    };
+    std::mutex passing_mu_;
+    std::vector<PassingIds> passing_;
 };
 
 }  // namespace agentsensus
