@@ -51,7 +51,8 @@ void bind_lexical(py::module_& m) {
                 throw InvalidArgument("lexical: exclude must have one list per text, or none");
             std::vector<LexicalQuery> qs(n);
             for (size_t i = 0; i < n; ++i)
-                qs[i] = LexicalQuery{texts[i], v + i * st.dim(), also[i], exclude.empty() ? std::vector<int64_t>{} : exclude[i]};
+                qs[i] = LexicalQuery{texts[i], v + i * st.dim(), also[i],
+                                     exclude.empty() ? std::vector<int64_t>{} : exclude[i]};
             std::vector<LexicalOverlay> ov;
             for (const auto& [id, text, hit] : overlay) ov.push_back(LexicalOverlay{id, text, hit});
             LexicalAnswer r;

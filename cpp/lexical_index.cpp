@@ -206,8 +206,8 @@ LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, const std::vector<LexicalOverla
 }
 
 std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::string_view query, size_t k,
-                                             const std::vector<LexicalOverlay>& overlay, const std::vector<int64_t>& also,
-                                             std::vector<float>& also_scores,
+                                             const std::vector<LexicalOverlay>& overlay,
+                                             const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                              const std::function<bool(uint64_t)>* keep) const {
     return search(txn, corpus(txn, overlay), query, k, also, also_scores, keep);
 }
@@ -256,15 +256,14 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
             terms.push_back(std::move(t));
         }
     }
-    std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) {
-        return a.idf > b.idf || (a.idf == b.idf && a.word < b.word);
-    });
+    std::sort(terms.begin(), terms.end(),
+              [](const Term& a, const Term& b) { return a.idf > b.idf || (a.idf == b.idf && a.word < b.word); });
     std::vector<double> rest(terms.size() + 1, 0.0);  // rest[j]: the most words j.. can add
     for (size_t j = terms.size(); j-- > 0;) rest[j] = rest[j + 1] + terms[j].bound;
 
     struct Acc {
         double score = 0;
-        bool hit = false;   // may be returned (kept, not an overlay record of another scope)
+        bool hit = false;     // may be returned (kept, not an overlay record of another scope)
         bool pinned = false;  // an also id or an overlay record: never dropped
     };
     std::unordered_map<int64_t, Acc> acc;
@@ -304,7 +303,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         if (!closed && known && rest[j] < theta * kBelow) closed = true;
         if (closed) {
             for (auto it = acc.begin(); it != acc.end();)
-                it = (!it->second.pinned && it->second.score + rest[j] < theta * kBelow) ? acc.erase(it) : std::next(it);
+                it =
+                    (!it->second.pinned && it->second.score + rest[j] < theta * kBelow) ? acc.erase(it) : std::next(it);
         }
         auto add = [&](int64_t id, uint32_t tf, uint32_t length) {
             double w = term_weight(t.idf, tf, length, cp.avgdl);

@@ -69,7 +69,7 @@ struct LexicalCorpus {
         bool hit = true;
     };
     double docs = 0, avgdl = 1;
-    std::unordered_map<int64_t, Doc> over;             // the overlay's records by id
+    std::unordered_map<int64_t, Doc> over;                // the overlay's records by id
     std::unordered_map<std::string, double> replaced_df;  // words of the stored texts overlay records replace
 };
 

@@ -44,9 +44,8 @@ LexicalAnswer Store::lexical(const std::vector<LexicalQuery>& queries, size_t k,
     for (size_t i = 0; i < queries.size(); ++i) {
         const LexicalQuery& lq = queries[i];
         prepare_vector(lq.vector, q.data());
-        std::vector<LexicalHit> hits =
-            lexical_->search(t.get(), corpus, lq.text, k, lq.also, out.also[i], sv.filtered ? &keep : nullptr,
-                             &lq.exclude);
+        std::vector<LexicalHit> hits = lexical_->search(t.get(), corpus, lq.text, k, lq.also, out.also[i],
+                                                        sv.filtered ? &keep : nullptr, &lq.exclude);
         for (const LexicalHit& h : hits) {
             float s = std::numeric_limits<float>::quiet_NaN();
             if (h.id > 0) {

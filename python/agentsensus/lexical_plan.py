@@ -65,16 +65,19 @@ class LexicalCandidates:
         shown: list[list[int]] = []  # the vector candidates the judge will see: never lexical hits
         for i in need:
             ids: list[int] = planner._ids[offsets[i] : offsets[i + 1]].tolist()  # at most planner.k
-            staged = np.flatnonzero(staged_sims[i] >= planner.min_similarity) if staged_sims is not None else ()
-            if len(staged) == 0:
+            staged: list[int] = []
+            if staged_sims is not None:
+                staged = np.flatnonzero(staged_sims[i] >= planner.min_similarity).tolist()
+            if not staged:
                 vector.append(ids)
                 shown.append(ids)
                 continue
-            cands = list(zip(planner._scores[offsets[i] : offsets[i + 1]].tolist(), ids))
-            cands += [(float(staged_sims[i, j]), -(int(j) + 1)) for j in staged]
+            assert staged_sims is not None
+            cands: list[Cand] = list(zip(planner._scores[offsets[i] : offsets[i + 1]].tolist(), ids))
+            cands += [(float(staged_sims[i, j]), -(j + 1)) for j in staged]
             # as BatchPlanner.begin ranks and cuts them (union checks it)
             cands.sort(key=lambda c: (-c[0], c[1] if c[1] > 0 else (1 << 62) - c[1]))
-            vector.append(ids + (-1 - staged).tolist())
+            vector.append(ids + [-(j + 1) for j in staged])
             shown.append([rid for _, rid in cands[: planner.k]])
         committed = planner._committed
         # (id, text, may be a hit): the batch's new records of other scopes count in the statistics only,
