@@ -383,8 +383,8 @@ def svg(rows: list[dict]) -> str:
     ]
     body = []
     for i, (title, unit, series) in enumerate(panels):
-        body += panel((i % cols) * w, 30 + (i // cols) * h, w, h, title, unit, xs, series)
-    legend_y = 30 + ((len(panels) + cols - 1) // cols) * h + 8
+        body += panel((i % cols) * w, 34 + (i // cols) * h, w, h, title, unit, xs, series)
+    legend_y = 34 + ((len(panels) + cols - 1) // cols) * h + 8
     body.append(f'<line x1="20" y1="{legend_y}" x2="40" y2="{legend_y}" stroke="{ENGINE}" stroke-width="1.6"/>')
     body.append(f'<text x="44" y="{legend_y + 3}" font-size="10">agentsensus (index file in the files panel)</text>')
     body.append(f'<line x1="270" y1="{legend_y}" x2="290" y2="{legend_y}" stroke="#E69F00" stroke-width="1.6"/>')
@@ -395,12 +395,15 @@ def svg(rows: list[dict]) -> str:
     body.append(f'<text x="424" y="{legend_y + 3}" font-size="10">raw limit</text>')
     kind = rows[0]["kind"]
     r5 = ", ".join(f"{s} {min(r['recall'][s]['recall_at_5'] for r in rows):.3f}" for s in shares)
-    title = f"Cost against records ({kind} corpus, dim {DIM}); lowest recall@5 per owner share: {r5}"
+    # Two lines: one would run past the figure's width.
+    title = f"Cost against records ({kind} corpus, dim {DIM})"
+    subtitle = f"lowest recall@5 per owner share: {r5}"
     W, H = cols * w, legend_y + 14
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
         f'font-family="system-ui, sans-serif"><rect width="{W}" height="{H}" fill="white"/>'
-        f'<text x="{W / 2}" y="16" text-anchor="middle" font-size="12">{escape(title)}</text>'
+        f'<text x="{W / 2}" y="13" text-anchor="middle" font-size="12">{escape(title)}</text>'
+        f'<text x="{W / 2}" y="26" text-anchor="middle" font-size="10">{escape(subtitle)}</text>'
         + "".join(body)
         + "</svg>\n"
     )
