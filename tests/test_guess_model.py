@@ -1,0 +1,50 @@
+"""GuessModel.refit (the passes' guess of the judge's cut) equals the
+direct count of wrong guesses at every cut, over the last ``keep`` answers."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+from agentsensus.deposit_passes import GuessModel
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def reference_cut(samples: list[tuple[float, bool]]) -> float:
+    """The lowest cut with the fewest wrong guesses, counted cut by cut."""
+    scores = sorted({s for s, _ in samples})
+    best, cut = None, math.inf
+    for c in scores + [math.inf]:
+        # "named" from c on: wrong for the named below c and the unnamed at or above it
+        wrong = sum(1 for s, h in samples if (s < c and h) or (s >= c and not h))
+        if best is None or wrong < best:
+            best, cut = wrong, c
+    return cut
+
+
+def request(score: float, named: bool) -> tuple[SimpleNamespace, int | None]:
+    best = SimpleNamespace(id=7, score=score)
+    return SimpleNamespace(candidates=[best]), (7 if named else None)
+
+
+scores = st.one_of(st.sampled_from([0.1, 0.5, 0.5, 0.9, -math.inf, math.nan]), st.floats(-1, 1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(scores, st.booleans()), max_size=60), st.integers(1, 40))
+def test_refit_is_the_counted_best_cut(answers: list[tuple[float, bool]], keep: int) -> None:
+    model = GuessModel(keep=keep)
+    for s, named in answers:
+        model.learn(*request(s, named))
+    model.refit()
+    # the model scores a missing or NaN score as -inf, and keeps the last keep answers
+    kept = [(-math.inf if s != s else s, named) for s, named in answers][-keep:]
+    assert model.cut == reference_cut(kept)
+
+
+def test_no_answers_guess_new_after_refit_and_best_before() -> None:
+    model = GuessModel()
+    assert model.cut == -math.inf
+    model.refit()
+    assert model.cut == math.inf
