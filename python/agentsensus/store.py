@@ -89,6 +89,7 @@ class Store:
     (the initial LMDB map in bytes; it grows by itself when full), and
     ``expansion_search`` (the HNSW search width, default 64: wider finds more
     of the true nearest records of large stores and costs more per search;
+    a crowded answer is searched once more, wider, whatever the width;
     docs/performance.md gives recall@5 against width at 1M records), and
     ``judge_sees_owners`` (``False``: the judge's candidates come with empty
     owner sets; ``True`` shows it who owns each).
