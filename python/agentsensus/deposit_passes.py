@@ -46,6 +46,7 @@ import asyncio
 import dataclasses
 import inspect
 import math
+import operator
 from typing import Any, Generator, Optional, Sequence
 
 import numpy as np
@@ -76,13 +77,22 @@ class JudgeCall(list):  # type: ignore[type-arg]  # list[JudgeRequest], as every
         self.spans: list[tuple[int, int]] = []
 
 
+_fields_of = operator.attrgetter(*_FIELDS)
+
+
 def _key(r: JudgeRequest) -> _Key:
-    # every field of every candidate; a NaN score (no such number) equals itself here
-    return (
-        r.statement,
-        r.owner,
-        tuple(tuple("nan" if v != v else v for v in (getattr(c, f) for f in _FIELDS)) for c in r.candidates),
-    )
+    # every field of every candidate; a NaN score (no such number) equals itself
+    # here. Only the two float fields can be NaN, so only a candidate with a NaN
+    # there is rebuilt (a per-field generator for every candidate was 10% of a
+    # judged deposit's CPU with 16 candidates).
+    cands = []
+    for c in r.candidates:
+        t = _fields_of(c)
+        s, ls = c.score, c.lexical_score
+        if (s is not None and s != s) or (ls is not None and ls != ls):
+            t = tuple("nan" if v != v else v for v in t)
+        cands.append(t)
+    return (r.statement, r.owner, tuple(cands))
 
 
 class GuessModel:
