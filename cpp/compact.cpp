@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "data_file.hpp"
 #include "errors.hpp"
@@ -40,6 +41,49 @@ uint64_t file_size(const std::string& path) {
 void fsync_path(const std::string& path, int flags) {
     Fd f{::open(path.c_str(), flags)};
     if (f.fd < 0 || ::fsync(f.fd) != 0) throw Error("cannot fsync " + path + ": " + std::strerror(errno));
+}
+
+// LMDB's compacting copy writes each live page whole, and a page's free
+// middle (between its node pointers, ending at lower, and its nodes,
+// starting at upper) can still hold the bytes of nodes deleted earlier: a key
+// can hold a forgotten record's words (the lexical index's keys are words)
+// and cannot be overwritten before its delete as values are (scrub_del). So
+// the copy's branch and leaf pages get that middle zeroed before it replaces
+// the store; nothing reads it (cpp/page_check.cpp checks that every node
+// starts at or after upper). Page layout as there: flags at byte 10, lower
+// and upper at 12 and 14 (an overflow run's page count at 12), a 16-byte
+// header; pages 0 and 1 are the meta pages.
+void zero_free_middles(const std::string& path, size_t psize) {
+    constexpr uint16_t kBranch = 0x01, kLeaf = 0x02, kOverflow = 0x04, kLeaf2 = 0x20;
+    constexpr size_t kHdr = 16;
+    Fd f{::open(path.c_str(), O_RDWR | O_CLOEXEC)};
+    if (f.fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
+    const uint64_t pages = file_size(path) / psize;
+    std::vector<unsigned char> page(psize);
+    for (uint64_t pg = 2; pg < pages;) {
+        const off_t at = static_cast<off_t>(pg * psize);
+        if (::pread(f.fd, page.data(), psize, at) != static_cast<ssize_t>(psize))
+            throw Error("cannot read " + path + ": " + std::strerror(errno));
+        uint16_t flags, lower, upper;
+        std::memcpy(&flags, page.data() + 10, 2);
+        if (flags & kOverflow) {  // a run of pages holding one value: skip it whole
+            uint32_t run;
+            std::memcpy(&run, page.data() + 12, 4);
+            pg += run ? run : 1;
+            continue;
+        }
+        ++pg;
+        if (!(flags & (kBranch | kLeaf)) || (flags & kLeaf2)) continue;
+        std::memcpy(&lower, page.data() + 12, 2);
+        std::memcpy(&upper, page.data() + 14, 2);
+        if (lower < kHdr || lower >= upper || upper > psize) continue;
+        bool dirty = false;
+        for (size_t i = lower; i < upper && !dirty; ++i) dirty = page[i] != 0;
+        if (!dirty) continue;
+        std::memset(page.data() + lower, 0, upper - lower);
+        if (::pwrite(f.fd, page.data(), psize, at) != static_cast<ssize_t>(psize))
+            throw Error("cannot write " + path + ": " + std::strerror(errno));
+    }
 }
 
 }  // namespace
@@ -88,6 +132,10 @@ CompactResult compact_store(const std::string& dir) {
             rmdir(tmp.c_str());
             throw_lmdb(rc, "mdb_env_copy2(compact)");
         }
+        MDB_stat ms;
+        rc = mdb_env_stat(e.env, &ms);
+        if (rc) throw_lmdb(rc, "mdb_env_stat");
+        zero_free_middles(copy, ms.ms_psize);
     }
     // The copy must be on disk before it replaces the original, and the
     // rename on disk before we report success.
