@@ -42,8 +42,6 @@ from typing import Any, Callable, Optional
 import numpy as np
 from agentsensus import Store
 
-HEADER = 8 + 48  # the index file's magic and IndexHeader (cpp/schema.hpp) before usearch's body
-
 
 def corpus(n: int, dim: int, seed: int = 1) -> np.ndarray:
     """Unit vectors around 64 cluster centres (a clustered corpus: filters
@@ -80,21 +78,14 @@ def exact(vecs: np.ndarray, ids: list[int], q: np.ndarray, k: int, keep: Callabl
 
 
 def raw_index(path: str) -> Optional[Any]:
-    """usearch's own view of the store's index file (its body after our
-    header, copied once beside the store), or None when usearch is absent."""
+    """usearch's own view of the store's index file (plot_scale's copy of its
+    body after our header), or None when usearch is absent."""
+    from plot_scale import view_raw
+
     try:
-        from usearch.index import Index
-    except ImportError:
+        raw = view_raw(path)
+    except ImportError:  # no usearch package
         return None
-    src = os.path.join(path, "index.usearch")
-    st = os.stat(src)
-    dest = f"{path}-raw-{st.st_size}-{st.st_mtime_ns}.usearch"
-    if not os.path.exists(dest):
-        with open(src, "rb") as f, open(dest + ".tmp", "wb") as g:
-            f.seek(HEADER)
-            g.write(f.read())
-        os.replace(dest + ".tmp", dest)
-    raw = Index.restore(dest, view=True)
     raw.expansion_search = 64
     return raw
 
