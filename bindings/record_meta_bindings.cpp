@@ -1,7 +1,7 @@
-// pybind11 glue for record times, per-owner metadata, filtered recall and
-// update: Engine.recall_where, get_meta, records_meta, update, meta_dump and
-// load_meta. Conversion and GIL release only; store.py parses `where` into
-// the filter spec (recall_filter.hpp) and checks the metadata first.
+// pybind11 glue for record times, per-owner metadata and update:
+// Engine.get_meta, records_meta, update, meta_dump and load_meta (filtered
+// recall is Engine.recall_memories, memory_bindings.cpp). Conversion and GIL
+// release only; store.py checks the metadata first.
 #include <limits>
 #include <string>
 #include <utility>
@@ -29,30 +29,6 @@ py::object metadata_or_none(const std::string& m) {
 void bind_record_meta_impl(py::module_& m) {
     m.attr("MAX_METADATA_BYTES") = kMaxMetadataBytes;
     auto engine = py::reinterpret_borrow<py::class_<Engine>>(m.attr("Engine"));
-    engine.def(
-        "recall_where",
-        [](Engine& e, const std::string& owner, const F32& query, size_t k, bool expand, const py::bytes& spec,
-           float threshold) {
-            auto u = e.use();
-            Store& st = *u;
-            if (query.ndim() != 1 || static_cast<size_t>(query.shape(0)) != st.dim())
-                throw InvalidArgument("query vector must have shape (" + std::to_string(st.dim()) + ",)");
-            RecallFilter f = RecallFilter::decode(std::string(spec));
-            std::vector<Row> rows;
-            {
-                py::gil_scoped_release nogil;
-                rows = st.recall(owner, query.data(), k, expand, f, threshold);
-            }
-            py::list out;
-            for (const Row& r : rows) {
-                py::tuple base = row_tuple(r);
-                out.append(py::make_tuple(base[0], base[1], base[2], base[3], base[4], base[5], times_or_none(r, true),
-                                          times_or_none(r, false), metadata_or_none(r.metadata)));
-            }
-            return out;
-        },
-        py::arg("owner"), py::arg("query"), py::arg("k"), py::arg("expand"), py::arg("spec"),
-        py::arg("threshold") = -std::numeric_limits<float>::infinity());
     engine.def(
         "get_meta",
         [](Engine& e, uint64_t id, const std::string& owner) {

@@ -144,10 +144,6 @@ class Engine:
         """The scopes of many records ("" for absent ones too)."""
     def scope_names(self) -> list[str]:
         """Every named scope, in first-seen order."""
-    def recall_scoped(
-        self, owner: str, scope: str, query: _F32, k: int, expand: bool, spec: bytes = b"", threshold: float = ...
-    ) -> list[tuple[int, str, tuple[str, ...], int, Optional[float], str, Optional[int], Optional[int], Optional[str]]]:
-        """recall kept to the owner's records of ``scope``, rows as ``recall_where``'s."""
     def recall_memories(
         self,
         owner: str,
@@ -160,7 +156,7 @@ class Engine:
         memory_type: type,
         decode_metadata: Any,
     ) -> list[Any]:
-        """``recall_where`` (scope None) or ``recall_scoped``, each row built
+        """Store.recall (scope None) or Store.recall_scoped, each row built
         as a ``memory_type`` (agentsensus.Memory) with its fields set and
         the metadata text read by ``decode_metadata``."""
     def batch_result(self, key: bytes) -> Optional[tuple[bytes, list[list[int]], list[list[bool]]]]:
