@@ -52,6 +52,69 @@ double term_weight(double idf, uint32_t tf, uint32_t length, double avgdl) {
     return idf * t * (kK1 + 1) / (t + kK1 * (1 - kB + kB * length / avgdl));
 }
 
+// A search's accumulators: entries in one dense array, found by id through
+// an open-addressed table of their positions. A query of common words
+// touches most records, and one allocation per record (a node map) was most
+// of the search's time; the passes over every accumulator (the k-th score,
+// the drops) read the dense array. A search drops entries only once no
+// record can join any more (prune), so a dropped id is never added again.
+class Accumulators {
+public:
+    struct Entry {
+        int64_t id = 0;
+        double score = 0;
+        bool hit = false;     // may be returned (kept, not an overlay record of another scope)
+        bool pinned = false;  // an also id or an overlay record: never dropped
+    };
+
+    Accumulators() : table_(64, kEmpty) {}
+
+    // id's entry, or nullptr.
+    Entry* find(int64_t id) {
+        uint32_t at = table_[slot(id)];
+        return at == kEmpty ? nullptr : &entries_[at];
+    }
+    // id's entry, added as e unless there.
+    Entry& emplace(const Entry& e) {
+        size_t i = slot(e.id);
+        if (table_[i] != kEmpty) return entries_[table_[i]];
+        if (2 * (entries_.size() + 1) > table_.size()) {
+            index(2 * table_.size());
+            i = slot(e.id);
+        }
+        table_[i] = static_cast<uint32_t>(entries_.size());
+        entries_.push_back(e);
+        return entries_.back();
+    }
+    // Keeps the entries drop() is false for.
+    template <class F> void prune(F&& drop) {
+        size_t before = entries_.size();
+        entries_.erase(std::remove_if(entries_.begin(), entries_.end(), drop), entries_.end());
+        if (entries_.size() == before) return;
+        size_t n = 64;
+        while (n < 2 * entries_.size()) n *= 2;
+        index(n);
+    }
+    std::vector<Entry>& entries() { return entries_; }
+    size_t size() const { return entries_.size(); }
+
+private:
+    static constexpr uint32_t kEmpty = UINT32_MAX;
+    // The table position of id, or the empty one where it would go.
+    size_t slot(int64_t id) const {
+        const size_t mask = table_.size() - 1;
+        size_t i = static_cast<size_t>((static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+        while (table_[i] != kEmpty && entries_[table_[i]].id != id) i = (i + 1) & mask;
+        return i;
+    }
+    void index(size_t n) {  // n: a power of two, more than twice the entries
+        table_.assign(n, kEmpty);
+        for (size_t e = 0; e < entries_.size(); ++e) table_[slot(entries_[e].id)] = static_cast<uint32_t>(e);
+    }
+    std::vector<Entry> entries_;
+    std::vector<uint32_t> table_;  // a power of two, at most half used
+};
+
 }  // namespace
 
 std::vector<std::string> lexical_words(std::string_view text) {
@@ -261,34 +324,39 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     std::vector<double> rest(terms.size() + 1, 0.0);  // rest[j]: the most words j.. can add
     for (size_t j = terms.size(); j-- > 0;) rest[j] = rest[j + 1] + terms[j].bound;
 
-    struct Acc {
-        double score = 0;
-        bool hit = false;     // may be returned (kept, not an overlay record of another scope)
-        bool pinned = false;  // an also id or an overlay record: never dropped
-    };
-    std::unordered_map<int64_t, Acc> acc;
-    acc.reserve(64);
+    using Acc = Accumulators::Entry;
+    Accumulators acc;
     std::unordered_set<int64_t> excluded;
     if (exclude) excluded.insert(exclude->begin(), exclude->end());
+    const bool overlay = !cp.over.empty();
     auto eligible = [&](int64_t id) {
-        if (excluded.count(id)) return false;
-        auto o = cp.over.find(id);
-        if (o != cp.over.end()) return o->second.hit && (id < 0 || !keep || (*keep)(static_cast<uint64_t>(id)));
+        if (!excluded.empty() && excluded.count(id)) return false;
+        if (overlay) {
+            auto o = cp.over.find(id);
+            if (o != cp.over.end()) return o->second.hit && (id < 0 || !keep || (*keep)(static_cast<uint64_t>(id)));
+        }
         return !keep || (*keep)(static_cast<uint64_t>(id));
     };
-    for (int64_t id : also) acc.emplace(id, Acc{0, eligible(id), true});
-    for (const auto& [id, d] : cp.over) acc.emplace(id, Acc{0, eligible(id), true});
+    for (int64_t id : also) acc.emplace(Acc{id, 0, eligible(id), true});
+    for (const auto& [id, d] : cp.over) acc.emplace(Acc{id, 0, eligible(id), true});
 
-    // The k-th best eligible score so far, and whether k are known.
+    // Whether k eligible records score above `least` (a pass that counts:
+    // before the search closes, most terms only need this answer).
+    auto reach = [&](double least) {
+        if (k == 0) return false;  // k == 0: only the also scores are asked for
+        size_t n = 0;
+        for (const Acc& a : acc.entries())
+            if (a.hit && a.score > 0 && a.score > least && ++n == k) return true;
+        return false;
+    };
+    // The k-th best eligible score so far, once k are known.
     std::vector<double> scratch;
-    auto kth = [&](double& theta) {
+    auto kth = [&]() {
         scratch.clear();
-        for (const auto& [id, a] : acc)
+        for (const Acc& a : acc.entries())
             if (a.hit && a.score > 0) scratch.push_back(a.score);
-        if (k == 0 || scratch.size() < k) return false;  // k == 0: only the also scores are asked for
         std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<double>());
-        theta = scratch[k - 1];
-        return true;
+        return scratch[k - 1];
     };
     // A score this far below the k-th cannot reach it, even after both are
     // rounded to float for the ranking (ties there go to the lower id).
@@ -298,35 +366,32 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     bool closed = false;  // no record outside acc can reach the top k any more
     for (size_t j = 0; j < terms.size(); ++j) {
         const Term& t = terms[j];
-        double theta = 0;
-        bool known = kth(theta);
-        if (!closed && known && rest[j] < theta * kBelow) closed = true;
+        // Closed once the k-th score exceeds what the words left can add
+        // (rest[j] < theta * kBelow, asked as "k reach rest[j] / kBelow").
+        if (!closed && reach(rest[j] / kBelow)) closed = true;
         if (closed) {
-            for (auto it = acc.begin(); it != acc.end();)
-                it =
-                    (!it->second.pinned && it->second.score + rest[j] < theta * kBelow) ? acc.erase(it) : std::next(it);
+            const double theta = kth();
+            acc.prune([&](const Acc& a) { return !a.pinned && a.score + rest[j] < theta * kBelow; });
         }
         auto add = [&](int64_t id, uint32_t tf, uint32_t length) {
             double w = term_weight(t.idf, tf, length, cp.avgdl);
-            auto it = acc.find(id);
-            if (it != acc.end()) {
-                it->second.score += w;
+            if (Acc* a = acc.find(id)) {
+                a->score += w;
             } else if (!closed) {
-                bool hit = eligible(id);
-                if (hit) acc.emplace(id, Acc{w, true, false});  // a record no keep admits is never a hit
+                if (eligible(id)) acc.emplace(Acc{id, w, true, false});  // a record no keep admits is never a hit
             }
         };
         if (t.stored > 0) {
             size_t committed = acc.size() - cp.over.size();  // at most, the accumulated committed records
             if (closed && committed * 8 < t.stored) {
                 // Few accumulators against a long posting list: find each one's posting by id.
-                for (auto& [id, a] : acc) {
-                    if (id < 0 || cp.over.count(id)) continue;
-                    auto probe = encode_posting(Posting{static_cast<uint64_t>(id), 0, 0});
+                for (Acc& a : acc.entries()) {
+                    if (a.id < 0 || (overlay && cp.over.count(a.id))) continue;
+                    auto probe = encode_posting(Posting{static_cast<uint64_t>(a.id), 0, 0});
                     MDB_val key = val(t.word), v = val(probe.data(), probe.size());
                     if (!c.op(key, v, MDB_GET_BOTH_RANGE) || v.mv_size != kPosting) continue;
                     Posting x = decode_posting(static_cast<const unsigned char*>(v.mv_data));
-                    if (x.id == static_cast<uint64_t>(id)) a.score += term_weight(t.idf, x.tf, x.length, cp.avgdl);
+                    if (x.id == static_cast<uint64_t>(a.id)) a.score += term_weight(t.idf, x.tf, x.length, cp.avgdl);
                 }
             } else {
                 MDB_val key = val(t.word), v;
@@ -336,7 +401,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                     for (size_t at = 0; at + kPosting <= v.mv_size; at += kPosting) {
                         Posting x = decode_posting(p + at);
                         int64_t id = static_cast<int64_t>(x.id);
-                        if (cp.over.count(id)) continue;  // scored by its overlay text below
+                        if (overlay && cp.over.count(id)) continue;  // scored by its overlay text below
                         add(id, x.tf, x.length);
                     }
                     more = c.op(key, v, MDB_NEXT_MULTIPLE);
@@ -345,17 +410,15 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         }
         for (const auto& [id, d] : cp.over) {
             auto it = d.doc.tf.find(t.word);
-            if (it != d.doc.tf.end()) acc[id].score += term_weight(t.idf, it->second, d.doc.length, cp.avgdl);
+            if (it != d.doc.tf.end()) acc.find(id)->score += term_weight(t.idf, it->second, d.doc.length, cp.avgdl);
         }
     }
-    for (size_t i = 0; i < also.size(); ++i) {
-        auto it = acc.find(also[i]);
-        if (it != acc.end()) also_scores[i] = static_cast<float>(it->second.score);
-    }
+    for (size_t i = 0; i < also.size(); ++i)
+        if (Acc* a = acc.find(also[i])) also_scores[i] = static_cast<float>(a->score);
     std::vector<LexicalHit> hits;
     hits.reserve(acc.size());
-    for (const auto& [id, a] : acc)
-        if (a.hit && a.score > 0) hits.push_back(LexicalHit{id, static_cast<float>(a.score)});
+    for (const Acc& a : acc.entries())
+        if (a.hit && a.score > 0) hits.push_back(LexicalHit{a.id, static_cast<float>(a.score)});
     auto better = [](const LexicalHit& a, const LexicalHit& b) {
         return a.score > b.score || (a.score == b.score && tie_key(a.id) < tie_key(b.id));
     };

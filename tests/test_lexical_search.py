@@ -81,3 +81,21 @@ def test_the_top_k_is_the_reference_bm25s(tmp_path_factory, stored, new, query, 
         assert list(zip(got_ids.tolist(), got_scores.tolist())) == want
         assert list(offs) == [0, len(want)]
         assert also_scores[0] == [float(np.float32(score[i])) for i in also]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    stored=st.lists(texts, min_size=40, max_size=150),
+    query=st.lists(st.sampled_from(VOCAB), min_size=2, max_size=9).map(" ".join),
+    k=st.integers(1, 10),
+)
+def test_the_top_k_of_a_larger_corpus_is_the_reference_bm25s(tmp_path_factory, stored, query, k):
+    # More records than the search's first accumulator table holds (it grows,
+    # and is rebuilt when the search drops records that cannot reach the top k).
+    path = str(tmp_path_factory.mktemp("lexl") / "s")
+    with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
+        ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
+        docs = {rid: s.get(rid).text for rid in set(ids)}
+        offs, got_ids, got_scores, _, _, _ = s._engine.lexical(unit(99)[None], [query], k, [], [[]], "", [[]])
+        want, _ = reference(docs, query, k)
+        assert list(zip(got_ids.tolist(), got_scores.tolist())) == want

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from agentsensus import CorruptStoreError, Memory, Store
 from agentsensus.record_meta import to_datetime
+from agentsensus.records import candidate
 from helpers import DIM, unit
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,6 +92,18 @@ def test_engine_built_memory_is_a_plain_memory(store):
     assert rows[0].lexical_score is None
     # the same as a record read with get (a Python-built Memory), but for score and via
     assert dataclasses.replace(rows[1], score=None, via="") == store.get(d.ids[1], owner="a")
+
+
+def test_judge_candidate_is_a_plain_memory():
+    # records.candidate sets the fields directly, as the recall binding does
+    names = [f.name for f in dataclasses.fields(Memory)]
+    for lexical in (None, 2.5):
+        m = candidate(7, "text", frozenset({"a"}), 3, 0.25, lexical)
+        want = Memory(7, "text", frozenset({"a"}), 3, 0.25, "candidate", lexical_score=lexical)
+        assert type(m) is Memory and list(vars(m)) == names
+        assert m == want and hash(m) == hash(want) and repr(m) == repr(want)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            m.score = 1.0  # type: ignore[misc]
 
 
 # The last microsecond a datetime holds: 9999-12-31T23:59:59.999999Z.

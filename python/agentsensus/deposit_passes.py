@@ -175,6 +175,14 @@ class Passes:
         # the judge's verdicts, and the first item after them (that state is the
         # item-by-item one, so replanning those items would give it again)
         self.resume: Optional[tuple[tuple[Any, ...], int]] = None
+        # The resume item's begin (its pending decisions and committed rows)
+        # and, per request, its verdict: known before the pass, or the index
+        # of the call's request it asked. begin is a pure function of the
+        # staged state and the snapshot, so the next pass, restored to that
+        # same state, finishes this item without planning it again (for a
+        # single deposit: the judge's call, then the commit, with one begin).
+        self._ready: Optional[tuple[Any, Any, list[tuple[bool, Any]]]] = None
+        self._answers: list[Optional[int]] = []
 
     def plan(self, planner: BatchPlanner, items: Sequence[Item]) -> Generator[JudgeCall, Sequence[Optional[int]], None]:
         """Plans ``items`` on ``planner`` (prepared), yielding each pass's
@@ -188,6 +196,7 @@ class Passes:
             if not isinstance(got, (list, tuple)):
                 raise TypeError(f"judge must return a list, got {type(got).__name__}")
             checked = BatchPlanner._checked_verdicts(list(call), got)
+            self._answers = checked
             for req, (where, stable), v in zip(call, asked, checked):
                 self.verdicts[_key(req)] = v
                 pick = None if v is None else stable[[c.id for c in req.candidates].index(v)]
@@ -205,35 +214,49 @@ class Passes:
         else:
             planner.restore(self.resume[0])
             first = self.resume[1]
+        ready, self._ready = self._ready, None
         call = JudgeCall()
         asked: list[tuple[tuple[int, int], list[_Stable]]] = []
-        in_call: set[_Key] = set()
+        in_call: dict[_Key, int] = {}  # a request's index in the call
         sure = True  # every verdict used so far is the judge's
         unsure_from = len(items)
+        verdicts: list[Optional[int]]
+        slots: list[tuple[bool, Any]]  # per request: (asked in this call, its index there | the known verdict)
         for n in range(first, len(items)):
             if n - unsure_from >= ahead:
                 break  # what lies further is planned in a later pass
             item = items[n]
+            if ready is not None and n == first:
+                # Planned by the last pass from this same state, and every request of it answered since.
+                pend, committed, answered = ready
+                ready = None
+                verdicts = [self._answers[v] if asked_it else v for asked_it, v in answered]
+                planner.finish(pend, committed, verdicts)
+                continue
             pend, committed = planner.begin(n, item)
             statement_of = {kind[1]: i for i, kind in enumerate(pend.kinds) if kind[0] == "judge"}
-            verdicts: list[Optional[int]] = []
+            verdicts = []
+            slots = []
             start = len(call)
             for r, req in enumerate(pend.requests):
                 key = _key(req)
                 if key in self.verdicts:
                     verdicts.append(self.verdicts[key])
+                    slots.append((False, self.verdicts[key]))
                     continue
                 where = (n, statement_of[r])
                 stable = [planner.stable_id(c.id) for c in req.candidates]
                 if key not in in_call:
-                    in_call.add(key)
+                    in_call[key] = len(call)
                     call.append(req)
                     asked.append((where, stable))
+                slots.append((True, in_call[key]))
                 verdicts.append(_guess(self.model, req, stable, self.seen.get(where)))
             if len(call) > start:
                 call.spans.append((start, len(call)))
                 if sure:
                     self.resume = (planner.mark(), n)
+                    self._ready = (pend, committed, slots)
                     unsure_from = n
                 sure = False
             if sure:

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from .judges import JudgeRequest
 from .lexical_plan import LexicalCandidates
 from .policies import MergePolicy
-from .records import Memory
+from .records import Memory, candidate
 from .validation import MAX_OWNERS_PER_RECORD, MAX_STATEMENT_BYTES
 
 __all__ = ["Item", "BatchPlanner"]
@@ -154,7 +154,7 @@ class BatchPlanner:
             who = frozenset(owners)
         # Owner sets reach the judge only when the store says so (else empty).
         seen = who if self.judge_sees_owners else frozenset()
-        return Memory(rid, text, seen, rnd, float(score), "candidate", lexical_score=lexical)
+        return candidate(rid, text, seen, rnd, float(score), lexical)
 
     def _staged(self, rid: int, committed: dict[int, tuple[str, tuple[str, ...], int]]) -> _Staged:
         if rid < 0:

@@ -84,14 +84,19 @@ class LexicalCandidates:
         # as they would once committed
         overlay = [(rid, s.text, True) for rid, s in planner.existing.items() if s.text != committed[rid][0]]
         overlay += [(-(j + 1), s.text, s.scope == scope) for j, s in enumerate(planner.new)]
-        # A later pass replans an item on the same staged state: the same question, asked once per attempt.
-        cache = planner.__dict__.setdefault("_lexical_cache", {})
-        key = (base, scope, tuple(overlay), tuple(tuple(v) for v in vector), tuple(tuple(v) for v in shown))
-        if key not in cache:
-            cache[key] = planner.engine.lexical(
-                item.vectors[need], [item.statements[i] for i in need], k, overlay, vector, scope, shown
-            )
-        offs, ids_, scores, sims, also, records = cache[key]
+        vecs = item.vectors if len(need) == n else item.vectors[need]
+        texts = item.statements if len(need) == n else [item.statements[i] for i in need]
+        if len(planner._base) == 1:
+            # A batch of one item: no later pass plans it again (Passes reuses its first plan).
+            answer = planner.engine.lexical(vecs, texts, k, overlay, vector, scope, shown)
+        else:
+            # A later pass replans an item on the same staged state: the same question, asked once per attempt.
+            cache = planner.__dict__.setdefault("_lexical_cache", {})
+            key = (base, scope, tuple(overlay), tuple(tuple(v) for v in vector), tuple(tuple(v) for v in shown))
+            if key not in cache:
+                cache[key] = planner.engine.lexical(vecs, texts, k, overlay, vector, scope, shown)
+            answer = cache[key]
+        offs, ids_, scores, sims, also, records = answer
         for rid, row in records.items():
             committed.setdefault(rid, row)
         ids_, scores, sims = ids_.tolist(), scores.tolist(), sims.tolist()
