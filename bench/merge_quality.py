@@ -299,8 +299,12 @@ def main() -> None:
     modes = {"vector": (a.candidates, 0), "lexical": (0, a.lexical), "hybrid": (a.candidates, a.lexical)}
     runs: dict[str, list[Run]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory(prefix="merge-quality-") as d:
+        names = list(modes)
         for rep in range(a.repeats):
-            for m, (k, lex) in modes.items():
+            # Each repeat starts with another mode, so that no mode always runs
+            # last (a shared machine's load drifts within a repeat).
+            for m in names[rep % len(names) :] + names[: rep % len(names)]:
+                k, lex = modes[m]
                 runs[m].append(deposit_all(os.path.join(d, f"{m}{rep}"), world, vecs, k, lex, a.min_similarity))
         print(f"\n{'mode':8} {'records':>8} {'vs facts':>10} {'missed':>7} {'deposits/s':>11} {'per cpu-s':>10}")
         rate, per_cpu = {}, {}

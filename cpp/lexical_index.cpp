@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -295,16 +296,20 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         std::string word;
         size_t stored = 0;  // postings in the table
         double idf = 0, bound = 0;
+        // At the word's first posting (when stored > 0): counting its postings
+        // placed it there, and reading them starts from it without a second
+        // descent of the table.
+        std::unique_ptr<Cursor> at;
     };
     std::vector<Term> terms;
     {
-        Cursor c(txn, postings_);
         const LexicalDoc q = lexical_doc(query);
         for (const auto& word : q.tf) {  // a query's repeated word counts once
             Term t{word.first};
+            t.at = std::make_unique<Cursor>(txn, postings_);
             MDB_val key = val(t.word), v;
-            if (c.op(key, v, MDB_SET)) {
-                int rc = mdb_cursor_count(c.get(), &t.stored);
+            if (t.at->op(key, v, MDB_SET)) {
+                int rc = mdb_cursor_count(t.at->get(), &t.stored);
                 if (rc) throw_lmdb(rc, "mdb_cursor_count");
             }
             double df = static_cast<double>(t.stored);
@@ -362,7 +367,6 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     // rounded to float for the ranking (ties there go to the lower id).
     constexpr double kBelow = 1 - 1e-6;
 
-    Cursor c(txn, postings_);
     bool closed = false;  // no record outside acc can reach the top k any more
     for (size_t j = 0; j < terms.size(); ++j) {
         const Term& t = terms[j];
@@ -389,13 +393,15 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                     if (a.id < 0 || (overlay && cp.over.count(a.id))) continue;
                     auto probe = encode_posting(Posting{static_cast<uint64_t>(a.id), 0, 0});
                     MDB_val key = val(t.word), v = val(probe.data(), probe.size());
-                    if (!c.op(key, v, MDB_GET_BOTH_RANGE) || v.mv_size != kPosting) continue;
+                    if (!t.at->op(key, v, MDB_GET_BOTH_RANGE) || v.mv_size != kPosting) continue;
                     Posting x = decode_posting(static_cast<const unsigned char*>(v.mv_data));
                     if (x.id == static_cast<uint64_t>(a.id)) a.score += term_weight(t.idf, x.tf, x.length, cp.avgdl);
                 }
             } else {
-                MDB_val key = val(t.word), v;
-                bool more = c.op(key, v, MDB_SET) && c.op(key, v, MDB_GET_MULTIPLE);
+                // GET_CURRENT first: a word of one posting has no duplicates
+                // page, and GET_MULTIPLE then leaves v as it was.
+                MDB_val key, v;
+                bool more = t.at->op(key, v, MDB_GET_CURRENT) && t.at->op(key, v, MDB_GET_MULTIPLE);
                 while (more) {
                     const unsigned char* p = static_cast<const unsigned char*>(v.mv_data);
                     for (size_t at = 0; at + kPosting <= v.mv_size; at += kPosting) {
@@ -404,7 +410,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                         if (overlay && cp.over.count(id)) continue;  // scored by its overlay text below
                         add(id, x.tf, x.length);
                     }
-                    more = c.op(key, v, MDB_NEXT_MULTIPLE);
+                    more = t.at->op(key, v, MDB_NEXT_MULTIPLE);
                 }
             }
         }
