@@ -22,7 +22,9 @@ inserts every writer's records into it). Afterwards every acknowledged
 statement is checked to be in the store (nothing lost).
 
 Readers: one open store, the same queries split over T threads of one
-process (the engine releases the GIL in recall), QPS against one thread,
+process (the engine releases the GIL in recall, but for an owner whose
+last recall's engine work was shorter than the GIL hand-over is worth:
+``--keep-gil-ns``), QPS against one thread,
 per owner selectivity, interleaved the same way. Beside it, the share of a
 one-thread recall's wall time that holds the GIL (the engine counts the
 time it runs with the GIL released) and the ratio that share allows:
@@ -197,6 +199,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sync", action="store_true", help="fsync every commit (default off)")
     ap.add_argument("--skip", choices=["writers", "readers"], default=None, help="leave one half out")
     ap.add_argument(
+        "--keep-gil-ns",
+        type=int,
+        default=None,
+        help="a recall whose engine work took under this many ns last time keeps the GIL "
+        "(_core.recall_keep_gil_ns; default the engine's, 0: every recall releases it)",
+    )
+    ap.add_argument(
         "--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "concurrency.json")
     )
     args = ap.parse_args(argv)
@@ -206,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (1 if args.quick else 3)
     if args.writers < 2 or args.threads < 2 or args.size < 1 or total < args.writers * args.size:
         ap.error("--writers and --threads must be at least 2, --statements at least writers x size")
+    if args.keep_gil_ns is not None and args.keep_gil_ns < 0:
+        ap.error("--keep-gil-ns must be at least 0")
+    engine_default = _core.recall_keep_gil_ns(0)
+    args.keep_gil_ns = engine_default if args.keep_gil_ns is None else args.keep_gil_ns
+    _core.recall_keep_gil_ns(args.keep_gil_ns)
     os.makedirs(datasets.DATA, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="concurrency-", dir=datasets.DATA)
     try:
@@ -232,6 +246,7 @@ def run(args: argparse.Namespace, n: int, total: int, queries: int, rounds: int,
         "command": " ".join(sys.argv),
         "n": n,
         "nproc": os.cpu_count(),
+        "keep_gil_ns": args.keep_gil_ns,
         "loadavg_start": load(),
         "sync": args.sync,
     }
@@ -335,6 +350,8 @@ def table(report: dict[str, Any], writers: int, threads: int) -> str:
             f"| {r['gil_held_share']:.0%}; {c['1']:.2f} | {c[str(threads)]:.2f} | {r['gil_bound_ratio']:.2f}x bound | |"
         )
     lines.append(f"\nload average {report['loadavg_start']} -> {report['loadavg_end']}; {report['nproc']} cores")
+    if report.get("readers"):
+        lines.append(f"recalls whose engine work took under {report['keep_gil_ns']:,} ns last time keep the GIL")
     return "\n".join(lines)
 
 

@@ -2,13 +2,15 @@
 // the recall with the GIL released and builds the agentsensus.Memory objects
 // itself, so the part of a recall that holds the GIL (and so serializes
 // reader threads) is as short as it can be: no Python frame per row, no
-// intermediate tuples, times converted without Python datetime arithmetic.
+// intermediate tuples, times converted without Python datetime arithmetic;
+// a recall that was short last time keeps the GIL (keep_gil_below).
 // recall_nogil_ns lets a bench split a recall's time into GIL-held and
 // GIL-released.
 #include <chrono>
 #include <limits>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine.hpp"  // first: Python.h, which datetime.h needs
@@ -22,6 +24,26 @@ namespace {
 
 // Time this thread spent in recall_memories with the GIL released.
 thread_local uint64_t released_ns = 0;
+
+// A recall whose engine work took under keep_gil_below the last time for this
+// store and owner keeps the GIL: with several reader threads, handing the
+// GIL over and taking it back costs more than so short a recall frees (2
+// threads gave 0.7x the recalls/s of one on 10-record owners when every
+// recall released it). Holding it cannot deadlock: the engine calls no
+// Python, and none of the engine's locks a recall waits for is held by a
+// thread that waits for the GIL. The map is read and written with the GIL
+// held only, and forgotten when it grows large (a first recall releases).
+// recall_keep_gil_ns sets it (0: every recall releases), so a bench can
+// set the two policies side by side.
+std::chrono::nanoseconds keep_gil_below{30000};
+constexpr size_t kKeepGilOwners = 1 << 16;
+std::unordered_map<std::string, bool> short_recall;
+
+std::string short_recall_key(const Engine& e, const std::string& owner) {
+    const Engine* p = &e;
+    std::string key(reinterpret_cast<const char*>(&p), sizeof p);
+    return key + owner;
+}
 
 // Memory's fields in its declaration order (records.py), interned once.
 enum Field { kId, kText, kOwners, kRound, kScore, kVia, kMetadata, kCreated, kUpdated, kLexical, kFields };
@@ -109,15 +131,26 @@ void bind_memories(py::module_& m) {
                 throw InvalidArgument("query vector must have shape (" + std::to_string(st.dim()) + ",)");
             RecallFilter f = RecallFilter::decode(std::string(spec));
             std::vector<Row> rows;
-            {
-                py::gil_scoped_release nogil;
-                auto t0 = std::chrono::steady_clock::now();
-                rows = scope ? st.recall_scoped(owner, *scope, query.data(), k, expand, f, threshold)
+            auto run = [&] {
+                return scope ? st.recall_scoped(owner, *scope, query.data(), k, expand, f, threshold)
                              : st.recall(owner, query.data(), k, expand, f, threshold);
-                released_ns += static_cast<uint64_t>(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-                        .count());
+            };
+            const std::string key = short_recall_key(e, owner);
+            auto known = short_recall.find(key);
+            const bool keep_gil = known != short_recall.end() && known->second;
+            auto t0 = std::chrono::steady_clock::now();
+            if (keep_gil) {
+                rows = run();
+            } else {
+                py::gil_scoped_release nogil;
+                rows = run();
             }
+            auto took = std::chrono::steady_clock::now() - t0;
+            if (!keep_gil)
+                released_ns +=
+                    static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+            if (short_recall.size() >= kKeepGilOwners) short_recall.clear();
+            short_recall[key] = took < keep_gil_below;
             auto* cls = reinterpret_cast<PyTypeObject*>(memory_type.ptr());
             py::list out(rows.size());
             for (size_t i = 0; i < rows.size(); ++i) out[i] = memory(cls, decode_metadata, rows[i]);
@@ -125,6 +158,18 @@ void bind_memories(py::module_& m) {
         },
         py::arg("owner"), py::arg("scope"), py::arg("query"), py::arg("k"), py::arg("expand"), py::arg("spec"),
         py::arg("threshold"), py::arg("memory_type"), py::arg("decode_metadata"));
+    m.def(
+        "recall_keep_gil_ns",
+        [](int64_t ns) {
+            if (ns < 0) throw InvalidArgument("recall_keep_gil_ns: ns must be >= 0, got " + std::to_string(ns));
+            int64_t before = keep_gil_below.count();
+            keep_gil_below = std::chrono::nanoseconds(ns);
+            short_recall.clear();
+            return before;
+        },
+        py::arg("ns"),
+        "Sets how short (ns of engine work, the last time for that store and owner) a recall must be to keep the "
+        "GIL; 0: every recall releases it. Returns the previous value.");
     m.def(
         "recall_nogil_ns", []() { return released_ns; },
         "Nanoseconds this thread has spent in Engine.recall_memories' engine work with the GIL released.");

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 import pytest
-from agentsensus import CorruptStoreError, Memory, Store
+from agentsensus import CorruptStoreError, Memory, Store, _core
 from agentsensus.record_meta import to_datetime
 from agentsensus.records import candidate
 from helpers import DIM, unit
@@ -70,6 +70,35 @@ def test_threads_recall_what_one_thread_recalls(store_path):
         assert not errors, errors
         for t in range(THREADS):
             assert got[t] == want
+
+
+@pytest.mark.parametrize("keep_gil_ns", [0, 10**15])
+def test_recall_is_the_same_whether_it_keeps_the_gil(store_path, keep_gil_ns):
+    # 0: every recall releases the GIL; 10**15: every recall after an owner's
+    # first keeps it (bindings/memory_bindings.cpp, keep_gil_below). Threads
+    # recall the same either way.
+    with Store(store_path, dim=DIM, exact_cutoff=16) as s:
+        _fill(s)
+        qs = [unit(2000 + i) for i in range(8)]
+        want = [_key(s.recall(owner, q)) for owner in ("all", "few") for q in qs]
+        before = _core.recall_keep_gil_ns(keep_gil_ns)
+        try:
+            results: list[list] = []
+
+            def work() -> None:
+                results.append([_key(s.recall(owner, q)) for owner in ("all", "few") for q in qs for _ in range(3)])
+
+            threads = [threading.Thread(target=work) for _ in range(3)]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join(timeout=60)
+            assert not any(th.is_alive() for th in threads)
+            assert results == [[w for w in want for _ in range(3)]] * 3
+        finally:
+            _core.recall_keep_gil_ns(before)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        _core.recall_keep_gil_ns(-1)
 
 
 def test_engine_built_memory_is_a_plain_memory(store):

@@ -244,6 +244,11 @@ class Engine:
         """Catches the index up and saves it with that journal seq (returned)."""
     def close(self) -> None: ...
 
+def recall_keep_gil_ns(ns: int) -> int:
+    """Sets how short a recall's engine work must have been (the last time,
+    for that store and owner) for the next one to keep the GIL; 0: every
+    recall releases it. Returns the previous value (default 30,000)."""
+
 def recall_nogil_ns() -> int:
     """Nanoseconds this thread has spent in ``Engine.recall_memories``'
     engine work with the GIL released (a bench's split of a recall)."""
