@@ -109,6 +109,11 @@ class GuessModel:
         self._n = 0
         self._next = 0
         self.cut = -math.inf  # before any answer: guess the best candidate
+        # Answers learned since the last refit: names() refits first. Lazily,
+        # because most deposits never guess (a single deposit's call is
+        # answered before anything rests on a guess) and a refit sorts up
+        # to keep scores.
+        self._stale = False
 
     def learn(self, req: JudgeRequest, verdict: Optional[int]) -> None:
         """Notes one answer: the request's best score and whether the judge named that candidate."""
@@ -117,6 +122,7 @@ class GuessModel:
         self._named[i] = verdict == req.candidates[0].id
         self._next = (i + 1) % len(self._scores)
         self._n = min(self._n + 1, len(self._scores))
+        self._stale = True
 
     def refit(self) -> None:
         """The cut with the fewest wrong guesses over the samples (the lowest
@@ -135,9 +141,12 @@ class GuessModel:
             wrong[1:n][pts[:-1] >= pts[1:]] = n + 1  # between equal scores: no cut
         i = int(np.argmin(wrong))  # the first, so the lowest cut
         self.cut = float(pts[i]) if i < n else math.inf
+        self._stale = False
 
     def names(self, c: Memory) -> bool:
         """Whether the judge likely names candidate ``c`` (its score reaches the cut)."""
+        if self._stale:
+            self.refit()
         return _score(c) >= self.cut
 
 
@@ -202,7 +211,6 @@ class Passes:
                 pick = None if v is None else stable[[c.id for c in req.candidates].index(v)]
                 self.seen[where] = (frozenset(stable), pick)
                 self.model.learn(req, v)
-            self.model.refit()
         raise AssertionError("planning in passes did not converge")  # the invariant above rules it out
 
     def _one_pass(
@@ -251,7 +259,8 @@ class Passes:
                     call.append(req)
                     asked.append((where, stable))
                 slots.append((True, in_call[key]))
-                verdicts.append(_guess(self.model, req, stable, self.seen.get(where)))
+                if n + 1 < len(items):  # the last item's guesses would plan nothing after it
+                    verdicts.append(_guess(self.model, req, stable, self.seen.get(where)))
             if len(call) > start:
                 call.spans.append((start, len(call)))
                 if sure:
@@ -259,6 +268,8 @@ class Passes:
                     self._ready = (pend, committed, slots)
                     unsure_from = n
                 sure = False
+                if n + 1 == len(items):
+                    break  # nothing after it to plan on guesses; the next pass finishes it
             if sure:
                 planner.finish(pend, committed, verdicts)  # what the item-by-item path does, errors too
                 continue
