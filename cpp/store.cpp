@@ -132,9 +132,24 @@ Store::Store(const std::string& dir, const StoreOptions& o)
     // a read transaction of the calling thread (searches run on several).
     index_->set_exact_source([this](const uint64_t* ids, size_t n, float* out, unsigned char* found) {
         ReadTxn t(*env_);
-        for (size_t i = 0; i < n; ++i) found[i] = vector_of(t.get(), ids[i], out + i * dim_);
+        // On a cold cache, helpers fetch the pages of each candidate's vector
+        // and owner row (read next, by search_owned) while this thread reads.
+        BatchPrefetch ahead(cold_, env_->raw(), n, [this, ids](MDB_txn* txn, size_t i) {
+            Be64 k(ids[i]);
+            MDB_val v;
+            if (agentsensus::get(txn, db_.vectors, val(k.b, 8), v)) touch_pages(v.mv_data, v.mv_size);
+            if (agentsensus::get(txn, db_.owners, val(k.b, 8), v)) touch_pages(v.mv_data, v.mv_size);
+        });
+        for (size_t i = 0; i < n; ++i) {
+            ahead.reached(i);
+            found[i] = vector_of(t.get(), ids[i], out + i * dim_);
+        }
     });
     open_index();
+    // What recalls read at random (vectors, owners, rows), read ahead in
+    // file order while they start: a cold store warms at the disk's
+    // sequential speed rather than a page a lookup.
+    warmer_ = std::make_unique<FileWarmer>(dir_ + "/data.mdb");
 }
 
 Store::~Store() {
@@ -417,6 +432,7 @@ uint64_t Store::checkpoint() {
 
 void Store::close() {
     if (!env_) return;
+    warmer_.reset();
     {
         std::unique_lock<std::shared_mutex> lock(index_mu_);
         if (!env_->readonly() && (!index_saved_valid_ || applied_seq_ != saved_seq_)) {

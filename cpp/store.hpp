@@ -21,6 +21,7 @@
 #include "item_table.hpp"
 #include "lexical_index.hpp"
 #include "lmdb_env.hpp"
+#include "prefetch.hpp"
 #include "recall_filter.hpp"
 #include "record_meta.hpp"
 #include "schema.hpp"
@@ -507,6 +508,8 @@ private:
     // searches share it, catch-up takes it exclusively.
     std::shared_mutex index_mu_;
     std::unique_ptr<VectorIndex> index_;
+    ColdGauge cold_;  // whether the candidates' reads meet a cold page cache (prefetch.hpp)
+    std::unique_ptr<FileWarmer> warmer_;  // reads data.mdb into the page cache after open (prefetch.hpp)
     std::unique_ptr<LexicalIndex> lexical_;  // its own table; LMDB orders it with the records
     std::unique_ptr<ItemTable> items_;
     std::unique_ptr<SettingsTable> settings_;

@@ -18,6 +18,7 @@
 #include "checksum.hpp"
 #include "errors.hpp"
 #include "parallel.hpp"
+#include "prefetch.hpp"
 #include "scan_rows.hpp"
 
 namespace agentsensus {
@@ -59,6 +60,8 @@ bool map_checked(const std::string& path, size_t dim, Metric metric, IndexHeader
     }
     m.p = static_cast<const unsigned char*>(p);
     m.n = static_cast<size_t>(st.st_size);
+    // The checksum below reads all of it: have the kernel read ahead now.
+    advise_will_read(m.p, m.n);
     std::memcpy(&h, m.p + 8, sizeof h);
     if (std::memcmp(m.p, kIndexMagic, 8) != 0 && std::memcmp(m.p, kIndexMagicF32, 8) != 0) {
         why = "index file header is damaged";
