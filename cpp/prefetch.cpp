@@ -11,7 +11,7 @@
 namespace agentsensus {
 
 uint64_t thread_major_faults() {
-    struct rusage u {};
+    struct rusage u{};
 #ifdef RUSAGE_THREAD
     if (::getrusage(RUSAGE_THREAD, &u) != 0) return 0;
 #else
@@ -74,7 +74,7 @@ void FileWarmer::run(const std::string& path) {
     constexpr size_t kChunk = size_t(1) << 20;
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
-    struct stat st {};
+    struct stat st{};
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
     const size_t size = ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
     void* map = MAP_FAILED;

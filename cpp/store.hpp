@@ -508,8 +508,10 @@ private:
     // searches share it, catch-up takes it exclusively.
     std::shared_mutex index_mu_;
     std::unique_ptr<VectorIndex> index_;
-    ColdGauge cold_;  // whether the candidates' reads meet a cold page cache (prefetch.hpp)
-    std::unique_ptr<FileWarmer> warmer_;  // reads data.mdb into the page cache after open (prefetch.hpp)
+    // Whether the candidates' reads meet a cold page cache, and the read of
+    // data.mdb into it after open (prefetch.hpp).
+    ColdGauge cold_;
+    std::unique_ptr<FileWarmer> warmer_;
     std::unique_ptr<LexicalIndex> lexical_;  // its own table; LMDB orders it with the records
     std::unique_ptr<ItemTable> items_;
     std::unique_ptr<SettingsTable> settings_;
