@@ -198,8 +198,19 @@ for j, q in enumerate(qs):
 for owner in owners:
     for q in qs:
         s.recall(owner, q, k=5)
+# Resident memory by kind (Linux): the process's own (anonymous) against
+# the file pages it maps (the index and data.mdb, which count in RSS once
+# the page cache holds them, and which the kernel may drop at any time).
+kinds = {}
+try:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("RssAnon:", "RssFile:", "RssShmem:")):
+                kinds[line.split(":")[0]] = int(line.split()[1])
+except OSError:
+    pass
 s.close()
-print(json.dumps({"open_s": t_open, "cold": cold, "warm": warm,
+print(json.dumps({"open_s": t_open, "cold": cold, "warm": warm, "rss_kib": kinds,
                   "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 
@@ -248,6 +259,9 @@ def measure_cold(n: int, kind: str, path: str, drop: bool) -> dict:
         "ratio_p50": p50(r["cold"]) / warm,
         "ratio_mean": float(np.mean(r["cold"])) / warm,
         "peak_rss_mib": r["peak_rss_kib"] / 1024,
+        # after every recall, before close (None where /proc/self/status is not there)
+        "rss_anon_mib": r["rss_kib"]["RssAnon"] / 1024 if "RssAnon" in r["rss_kib"] else None,
+        "rss_file_mib": r["rss_kib"]["RssFile"] / 1024 if "RssFile" in r["rss_kib"] else None,
     }
 
 
