@@ -149,8 +149,12 @@ void bind_memories(py::module_& m) {
             if (!keep_gil)
                 released_ns +=
                     static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
-            if (short_recall.size() >= kKeepGilOwners) short_recall.clear();
-            short_recall[key] = took < keep_gil_below;
+            if (known != short_recall.end()) {
+                known->second = took < keep_gil_below;
+            } else {
+                if (short_recall.size() >= kKeepGilOwners) short_recall.clear();
+                short_recall.emplace(key, took < keep_gil_below);
+            }
             auto* cls = reinterpret_cast<PyTypeObject*>(memory_type.ptr());
             py::list out(rows.size());
             for (size_t i = 0; i < rows.size(); ++i) out[i] = memory(cls, decode_metadata, rows[i]);

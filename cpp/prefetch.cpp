@@ -21,7 +21,12 @@ uint64_t thread_major_faults() {
 }
 
 BatchPrefetch::BatchPrefetch(ColdGauge& gauge, MDB_env* env, size_t n, Touch touch)
-    : gauge_(gauge), env_(env), n_(n), touch_(std::move(touch)), faults_at_start_(thread_major_faults()) {
+    : gauge_(gauge), env_(env), n_(n), touch_(std::move(touch)) {
+    // A batch shorter than kMinBatch neither starts helpers nor tells the
+    // gauge anything: no fault counts (two system calls) on that path, which
+    // is a deposit's (8 candidates).
+    if (n_ < ColdGauge::kMinBatch) return;
+    faults_at_start_ = thread_major_faults();
     if (!gauge_.wanted(n_)) return;
     const size_t lanes = std::min(kLanes, n_ / 2);
     try {
@@ -34,6 +39,7 @@ BatchPrefetch::BatchPrefetch(ColdGauge& gauge, MDB_env* env, size_t n, Touch tou
 BatchPrefetch::~BatchPrefetch() {
     stop_.store(true, std::memory_order_relaxed);
     for (auto& t : lanes_) t.join();
+    if (n_ < ColdGauge::kMinBatch) return;
     uint64_t mine = thread_major_faults() - faults_at_start_;
     gauge_.saw(mine + lane_faults_.load(), n_, !lanes_.empty());
 }

@@ -75,7 +75,7 @@ private:
     MDB_env* env_;
     size_t n_;
     Touch touch_;
-    uint64_t faults_at_start_;
+    uint64_t faults_at_start_ = 0;
     std::atomic<size_t> next_{0}, passed_{0};
     std::atomic<uint64_t> lane_faults_{0};
     std::atomic<bool> stop_{false};

@@ -48,3 +48,17 @@ def test_no_answers_guess_new_after_refit_and_best_before() -> None:
     assert model.cut == -math.inf
     model.refit()
     assert model.cut == math.inf
+
+
+def test_a_guess_uses_every_answer_learned_without_a_refit_call() -> None:
+    # names() refits when answers arrived since the last refit (lazily: a
+    # single deposit never guesses, so it never pays for a refit).
+    model = GuessModel()
+    for s, named in [(0.9, True), (0.8, True), (0.2, False), (0.1, False)]:
+        model.learn(*request(s, named))
+    assert model.names(SimpleNamespace(score=0.85)) and not model.names(SimpleNamespace(score=0.15))
+    assert model.cut == reference_cut([(0.9, True), (0.8, True), (0.2, False), (0.1, False)])
+    for s in (0.95, 0.99):  # now even the best scores go unnamed: the cut moves above them
+        for _ in range(5):
+            model.learn(*request(s, False))
+    assert not model.names(SimpleNamespace(score=0.9))

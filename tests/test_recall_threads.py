@@ -101,6 +101,29 @@ def test_recall_is_the_same_whether_it_keeps_the_gil(store_path, keep_gil_ns):
         _core.recall_keep_gil_ns(-1)
 
 
+def test_a_short_recall_keeps_the_gil_and_a_long_one_releases_it(store_path):
+    # recall_nogil_ns counts the engine time run with the GIL released: with
+    # the cut at 0 every recall adds to it; with a cut no recall reaches,
+    # only an owner's first recall does (nothing is known of it yet).
+    with Store(store_path, dim=DIM) as s:
+        _fill(s)
+        before = _core.recall_keep_gil_ns(0)
+        try:
+            t0 = _core.recall_nogil_ns()
+            for i in range(5):
+                s.recall("few", unit(3000 + i))
+            assert _core.recall_nogil_ns() > t0
+            _core.recall_keep_gil_ns(10**15)  # also forgets what it knew of owners
+            s.recall("few", unit(3100))  # the first: released
+            t1 = _core.recall_nogil_ns()
+            assert t1 > t0
+            for i in range(5):
+                s.recall("few", unit(3200 + i))
+            assert _core.recall_nogil_ns() == t1
+        finally:
+            _core.recall_keep_gil_ns(before)
+
+
 def test_engine_built_memory_is_a_plain_memory(store):
     d = store.deposit("a", ["one", "two"], np.stack([unit(1), unit(2)]), metadata={"k": [1, "v"]})
     store.deposit("b", ["one"], unit(1)[None])
