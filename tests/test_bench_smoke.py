@@ -83,8 +83,11 @@ def test_concurrency_quick_loses_nothing(data: Path, tmp_path: Path) -> None:
     assert writers["lost"] == 0 and set(writers["median_statements_per_s"]) == {"1", "4"}
     assert all(r["statements"] == writers["statements"] for runs in writers["runs"].values() for r in runs)
     assert set(report["readers"]["by_selectivity"]) == {"0.1%", "1%", "10%", "100%"}
-    # the engine counted time with the GIL released, never more than the wall time
-    assert all(0.0 <= r["gil_held_share"] < 1.0 for r in report["readers"]["by_selectivity"].values())
+    # the engine counted time with the GIL released, never more than the wall
+    # time; a short recall keeps the GIL (all of a small owner's may), the
+    # 100% owner's are long and release it
+    shares = {label: r["gil_held_share"] for label, r in report["readers"]["by_selectivity"].items()}
+    assert all(0.0 <= h <= 1.0 for h in shares.values()) and shares["100%"] < 1.0, shares
 
 
 def test_read_cost_times_the_installed_build(data: Path, tmp_path: Path) -> None:
