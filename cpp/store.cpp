@@ -140,9 +140,29 @@ Store::Store(const std::string& dir, const StoreOptions& o)
             if (agentsensus::get(txn, db_.vectors, val(k.b, 8), v)) touch_pages(v.mv_data, v.mv_size);
             if (agentsensus::get(txn, db_.owners, val(k.b, 8), v)) touch_pages(v.mv_data, v.mv_size);
         });
+        // Two passes: every value is found first, then copied with the
+        // next values' cache lines requested ahead, so that their reads from
+        // memory overlap instead of waiting one after another.
+        std::vector<const char*> at(n, nullptr);
+        const size_t bytes = dim_ * sizeof(float);
         for (size_t i = 0; i < n; ++i) {
             ahead.reached(i);
-            found[i] = vector_of(t.get(), ids[i], out + i * dim_);
+            Be64 k(ids[i]);
+            MDB_val v;
+            if (!agentsensus::get(t.get(), db_.vectors, val(k.b, 8), v)) continue;
+            if (v.mv_size != bytes) throw Corrupt("vector of record " + std::to_string(ids[i]) + " is damaged");
+            at[i] = static_cast<const char*>(v.mv_data);
+        }
+        constexpr size_t kAhead = 4;
+        auto request = [&](size_t i) {
+            if (i < n && at[i])
+                for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(at[i] + b);
+        };
+        for (size_t i = 0; i < kAhead; ++i) request(i);
+        for (size_t i = 0; i < n; ++i) {
+            request(i + kAhead);
+            found[i] = at[i] != nullptr;
+            if (at[i]) std::memcpy(out + i * dim_, at[i], bytes);
         }
     });
     open_index();
@@ -676,12 +696,47 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
 // done once. 0.1 rather than less: the misses left at 10k records (a query
 // far from every record, its 5th best at 0.16-0.20) lay 0.038-0.065 from
 // the 64th; at 100k, 1% of the queries fall under 0.1.
+// Where more than half the neighbourhoods are crowded (at 1M records of the
+// clustered corpus), the first, narrower search is skipped: the search starts
+// at the wider width, as a crowded query would reach it anyway (CrowdGauge).
 namespace {
 constexpr size_t kOverfetch = 3, kScanPerCandidate = 100, kCrowdedWiden = 4;
 constexpr float kCrowded = 0.1f;
 }  // namespace
 
 size_t Store::search_cost(size_t width) const { return std::max(width, expansion_search_) * kScanPerCandidate; }
+
+// The probes are the stored vectors at evenly spaced keys, each searched
+// unfiltered at the default width as a query near a record would be; crowded
+// when the k-th best (kProbeK, the default k) lies within kCrowded of the
+// last candidate for more than half of them. About kProbes searches at the
+// first graph recall of an open (30 ms at 1M records).
+bool Store::neighbourhoods_crowded(MDB_txn* txn, size_t total) {
+    if (auto v = crowd_.verdict(total)) return *v;
+    constexpr size_t kProbeK = 5;
+    Cursor c(txn, db_.vectors);
+    MDB_val k, v;
+    if (!c.op(k, v, MDB_FIRST) || k.mv_size != 8) return false;
+    const uint64_t first = read_be64(k.mv_data);
+    if (!c.op(k, v, MDB_LAST) || k.mv_size != 8) return false;
+    const uint64_t last = read_be64(k.mv_data);
+    std::vector<float> probe(dim_);
+    size_t probed = 0, crowded = 0;
+    for (size_t i = 0; i < CrowdGauge::kProbes; ++i) {
+        Be64 at(first + (last - first) / CrowdGauge::kProbes * i);
+        k = val(at.b, 8);
+        if (!c.op(k, v, MDB_SET_RANGE)) break;
+        if (v.mv_size != dim_ * sizeof(float)) throw Corrupt("a stored vector is damaged");
+        std::memcpy(probe.data(), v.mv_data, v.mv_size);
+        std::vector<Hit> hits = index_->search(probe.data(), expansion_search_);
+        if (hits.size() <= kProbeK) continue;
+        ++probed;
+        crowded += hits[kProbeK - 1].score - hits.back().score < kCrowded;
+    }
+    const bool verdict = 2 * crowded > probed;
+    crowd_.set(total, verdict);
+    return verdict;
+}
 
 std::vector<Row> Store::recall(const std::string& owner, const float* query, size_t k, bool expand,
                                const RecallFilter& filter, float threshold) {
@@ -749,19 +804,30 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
                          size_t wanted, std::vector<Hit>& hits, const RecallFilter& filter) {
     const std::vector<uint64_t>& bits = allow_.at(oid);
     const size_t want = std::min(k, count), enough = filter.empty() ? want : std::min(count, kOverfetch * k);
-    bool widened = false;
+    // The allow-set is this snapshot's ownership when the index has applied
+    // exactly the snapshot's journal (index_mu_ is held, so neither moves):
+    // then its bits need no confirming lookup in LMDB.
+    const bool bits_exact = journal_end(txn) == applied_seq_;
+    // The walk keeps expansion_search candidates however few are asked
+    // for: take them all, more of them may be the owner's.
+    wanted = std::max(wanted, expansion_search_);
+    // In a store whose neighbourhoods are crowded, start at the wider width
+    // the crowded rule would take next (CrowdGauge).
+    const size_t narrow = wanted, wide = std::max(2 * wanted, kCrowdedWiden * expansion_search_);
+    bool predicted =
+        filter.empty() && narrow < total && search_cost(wide) < count && neighbourhoods_crowded(txn, total);
+    if (predicted) wanted = wide;
+    bool widened = predicted;
     for (;;) {
-        // The walk keeps expansion_search candidates however few are asked
-        // for: take them all, more of them may be the owner's.
         wanted = std::max(wanted, expansion_search_);
         hits = index_->search(q, wanted);
         const float edge = hits.empty() ? 1.0f : hits.back().score;  // the last candidate ranked
         // Keep the owner's; the allow-set may be ahead of this snapshot, so
-        // ownership is confirmed in it.
+        // ownership is then confirmed in it.
         size_t owned = 0;
         hits.erase(std::remove_if(hits.begin(), hits.end(),
                                   [&](const Hit& h) {
-                                      if (!test_bit(bits, h.id) || !owns(txn, oid, h.id)) return true;
+                                      if (!test_bit(bits, h.id) || (!bits_exact && !owns(txn, oid, h.id))) return true;
                                       ++owned;
                                       return !passes(txn, oid, h.id, filter);
                                   }),

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "batch_keys.hpp"
+#include "crowd_gauge.hpp"
 #include "item_table.hpp"
 #include "lexical_index.hpp"
 #include "lmdb_env.hpp"
@@ -377,7 +378,8 @@ private:
     // The steps of recall: the owner's allow-set for a filtered search, the
     // search of the whole graph kept to the owner's, the exact scan, and the
     // rows with their edges.
-    size_t search_cost(size_t width) const;  // in scanned vectors
+    size_t search_cost(size_t width) const;                   // in scanned vectors
+    bool neighbourhoods_crowded(MDB_txn* txn, size_t total);  // crowd_'s verdict, measured when due
     void ensure_allow_set(uint32_t owner);
     bool search_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k, size_t count, size_t total, size_t wanted,
                       std::vector<Hit>& hits, const RecallFilter& filter = RecallFilter());
@@ -519,6 +521,7 @@ private:
     uint64_t saved_seq_ = 0;    // what the index file on disk reflects
     bool index_saved_valid_ = false;
     std::unordered_map<uint32_t, std::vector<uint64_t>> allow_;  // per-owner owned-id bitsets
+    CrowdGauge crowd_;  // whether owner searches start at the crowded rule's wider width
 
     std::mutex names_mu_;
     std::unordered_map<uint32_t, std::string> names_;  // committed owner names
