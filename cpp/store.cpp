@@ -801,13 +801,15 @@ void Store::ensure_allow_set(uint32_t oid) {
 // scan after one search instead of several. Holds index_mu_ shared; the
 // owner's allow-set exists.
 bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, size_t count, size_t total,
-                         size_t wanted, std::vector<Hit>& hits, const RecallFilter& filter) {
+                         size_t wanted, std::vector<Hit>& hits, const RecallFilter& filter, bool trust_bits) {
     const std::vector<uint64_t>& bits = allow_.at(oid);
     const size_t want = std::min(k, count), enough = filter.empty() ? want : std::min(count, kOverfetch * k);
+    const size_t asked = wanted;
     // The allow-set is this snapshot's ownership when the index has applied
     // exactly the snapshot's journal (index_mu_ is held, so neither moves):
-    // then its bits need no confirming lookup in LMDB.
-    const bool bits_exact = journal_end(txn) == applied_seq_;
+    // then a candidate's bit needs no confirming lookup in LMDB, and only the
+    // hits returned are confirmed below.
+    const bool bits_exact = trust_bits && journal_end(txn) == applied_seq_;
     // The walk keeps expansion_search candidates however few are asked
     // for: take them all, more of them may be the owner's.
     wanted = std::max(wanted, expansion_search_);
@@ -848,6 +850,13 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
         wanted = next;
     }
     if (hits.size() > k) hits.resize(k);
+    // Invariant: recall shows an owner only records it owns in the reader's
+    // snapshot. Trusted bits are confirmed on the hits returned (k lookups,
+    // not one per candidate); should one fail, the search runs again with
+    // every candidate confirmed.
+    if (bits_exact)
+        for (const Hit& h : hits)
+            if (!owns(txn, oid, h.id)) return search_owned(txn, oid, q, k, count, total, asked, hits, filter, false);
     return true;
 }
 

@@ -382,7 +382,7 @@ private:
     bool neighbourhoods_crowded(MDB_txn* txn, size_t total);  // crowd_'s verdict, measured when due
     void ensure_allow_set(uint32_t owner);
     bool search_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k, size_t count, size_t total, size_t wanted,
-                      std::vector<Hit>& hits, const RecallFilter& filter = RecallFilter());
+                      std::vector<Hit>& hits, const RecallFilter& filter = RecallFilter(), bool trust_bits = true);
     std::vector<Hit> scan_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k,
                                 const RecallFilter& filter = RecallFilter());
     std::vector<Row> recall_rows(MDB_txn* txn, uint32_t owner, const std::vector<Hit>& hits, bool expand,
