@@ -709,8 +709,8 @@ size_t Store::search_cost(size_t width) const { return std::max(width, expansion
 // The probes are the stored vectors at evenly spaced keys, each searched
 // unfiltered at the default width as a query near a record would be; crowded
 // when the k-th best (kProbeK, the default k) lies within kCrowded of the
-// last candidate for more than half of them. About kProbes searches at the
-// first graph recall of an open (30 ms at 1M records).
+// last candidate for more than half of them. kProbes searches at the default
+// width, at the first graph recall of an open that could start wider.
 bool Store::neighbourhoods_crowded(MDB_txn* txn, size_t total) {
     if (auto v = crowd_.verdict(total)) return *v;
     constexpr size_t kProbeK = 5;
@@ -813,13 +813,13 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
     // The walk keeps expansion_search candidates however few are asked
     // for: take them all, more of them may be the owner's.
     wanted = std::max(wanted, expansion_search_);
-    // In a store whose neighbourhoods are crowded, start at the wider width
-    // the crowded rule would take next (CrowdGauge).
-    const size_t narrow = wanted, wide = std::max(2 * wanted, kCrowdedWiden * expansion_search_);
-    bool predicted =
-        filter.empty() && narrow < total && search_cost(wide) < count && neighbourhoods_crowded(txn, total);
-    if (predicted) wanted = wide;
-    bool widened = predicted;
+    // The crowded rule's next width after a search of w.
+    auto wider_than = [&](size_t w) { return std::max(2 * w, kCrowdedWiden * expansion_search_); };
+    // In a store whose neighbourhoods are crowded, start at that wider width
+    // (CrowdGauge), as a crowded query would reach it anyway.
+    bool widened = filter.empty() && wanted < total && search_cost(wider_than(wanted)) < count &&
+                   neighbourhoods_crowded(txn, total);
+    if (widened) wanted = wider_than(wanted);
     for (;;) {
         wanted = std::max(wanted, expansion_search_);
         hits = index_->search(q, wanted);
@@ -838,7 +838,7 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
             if (widened || hits[want - 1].score - edge >= kCrowded) break;
             // Crowded: once more, wider (or the exact scan when that costs less).
             widened = true;
-            const size_t wider = std::max(2 * wanted, kCrowdedWiden * expansion_search_);
+            const size_t wider = wider_than(wanted);
             if (wanted >= total || search_cost(wider) >= count) return false;
             wanted = wider;
             continue;

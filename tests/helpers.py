@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+import threading
+from typing import Callable, Optional, TypeVar
 
 import numpy as np
 from agentsensus import JudgeRequest, Store
 
 DIM = 16
+T = TypeVar("T")
 
 
 def unit(seed: int, dim: int = DIM) -> np.ndarray:
@@ -44,3 +46,28 @@ def snapshot(s: Store) -> tuple:
     for owner in ("a", "b", "c", "alice", "bob", "carol"):
         recs.append((owner, tuple(s.owned(owner))))
     return (st, tuple(recs), tuple(s.merges()))
+
+
+def in_threads(n: int, work: Callable[[int], T], timeout: float = 120) -> list[T]:
+    """work(0), ..., work(n - 1) on n threads released together by a barrier;
+    their results in that order. Fails when a thread raised or has not
+    finished within timeout seconds."""
+    results: list = [None] * n
+    errors: list[BaseException] = []
+    gate = threading.Barrier(n)
+
+    def run(t: int) -> None:
+        try:
+            gate.wait(timeout=30)
+            results[t] = work(t)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=timeout)
+    assert not any(th.is_alive() for th in threads), "a thread did not finish"
+    assert not errors, errors
+    return results

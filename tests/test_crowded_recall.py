@@ -7,11 +7,10 @@ store, not learned from the queries served)."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 from agentsensus import Store
+from helpers import in_threads
 
 # At most 4096 records: the graph is grown one insert at a time, so it is the
 # same graph in every run. expansion_search 8 puts the wider search (32
@@ -78,22 +77,7 @@ def test_threads_recall_what_one_thread_recalls_in_a_crowded_store(crowded):
     path, vs = crowded
     qs = _queries(vs, 40)
     with Store(path, readonly=True, **{k: v for k, v in OPTS.items() if k != "dim"}) as s:
-        errors: list[BaseException] = []
-        got: list[list] = [[] for _ in range(3)]
-        gate = threading.Barrier(3)
-
-        def work(t: int) -> None:
-            try:
-                gate.wait(timeout=30)  # the first graph recall of this open, measured from every thread at once
-                got[t] = [_hits(s, q) for q in qs]
-            except BaseException as e:
-                errors.append(e)
-
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(3)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(timeout=120)
-        assert not any(th.is_alive() for th in threads)
-        assert not errors, errors
+        # Released together: the first graph recall of this open, and so the
+        # verdict, is measured from every thread at once.
+        got = in_threads(3, lambda t: [_hits(s, q) for q in qs])
         assert got[0] == got[1] == got[2] == [_hits(s, q) for q in qs]

@@ -186,3 +186,45 @@ def test_expansion_search_is_validated_and_a_wide_search_finds_the_exact_candida
     # Each probe becomes record 2001 + i, a candidate for the probes after it.
     exact = [list(np.argsort(-(np.vstack([vs, probes[:i]]) @ p), kind="stable")[:8] + 1) for i, p in enumerate(probes)]
     assert [sorted(c) for c in seen] == [sorted(int(x) for x in e) for e in exact]
+
+
+def test_the_graph_search_shows_no_record_its_owner_has_left(store_path):
+    # exact_cutoff 16 and expansion_search 8: "a"'s 8,000 records go through
+    # the graph search (15 candidates, or the crowded rule's 32, cost less
+    # than a scan), whose candidates' owners come from the allow-set alone
+    # whenever the index has applied the reader's snapshot. "a" leaves the
+    # query's 30 nearest (still "b"'s, so still in the graph), once in this
+    # process and once from another one; recall must not show them.
+    import subprocess
+    import sys
+
+    n = 8000
+    rng = np.random.default_rng(3)
+    base = unit(9)
+    vs = np.stack([base + 0.3 * rng.standard_normal(DIM).astype(np.float32) for _ in range(n)])
+    vs /= np.linalg.norm(vs, axis=1, keepdims=True)
+    with Store(store_path, dim=DIM, exact_cutoff=16, expansion_search=8, candidates=0, lexical_candidates=0) as s:
+        deps = s.deposit_many([("a", [f"r{j + m}" for m in range(4)], vs[j : j + 4]) for j in range(0, n, 4)])
+        ids = [i for d in deps for i in d.ids]
+        order = np.argsort(-(vs @ base))[:30]
+        nearest = [ids[j] for j in order]
+        s.deposit_many([("b", [f"r{j}"], vs[j : j + 1]) for j in order])  # the same statements: merged, shared
+        assert all(s.get(rid).owners == frozenset({"a", "b"}) for rid in nearest)
+        assert set(nearest) & {m.id for m in s.recall("a", base, k=5, expand=False)}
+        for rid in nearest[:15]:
+            s.forget("a", rid)
+        left = set(nearest[:15])
+        assert not left & {m.id for m in s.recall("a", base, k=5)}
+        code = (
+            f"import sys; sys.path[:0] = {sys.path!r}\n"
+            "from agentsensus import Store\n"
+            f"with Store({store_path!r}) as t:\n"
+            f"    for rid in {nearest[15:]!r}:\n"
+            "        t.forget('a', rid)\n"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+        left |= set(nearest[15:])
+        got = s.recall("a", base, k=5)
+        assert len([m for m in got if m.via == "hit"]) == 5
+        assert not left & {m.id for m in got}
+        assert all("a" in m.owners for m in got)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import threading
 
 import numpy as np
 import pytest
 from agentsensus import CorruptStoreError, Memory, Store, _core
 from agentsensus.record_meta import to_datetime
 from agentsensus.records import candidate
-from helpers import DIM, unit
+from helpers import DIM, in_threads, unit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,29 +46,13 @@ def test_threads_recall_what_one_thread_recalls(store_path):
                  ("few", {"scope": "notes"}), ("half", {"expand": False, "k": 9})]  # fmt: skip
         want = {(c, i): _key(s.recall(owner, q, **kw)) for c, (owner, kw) in enumerate(calls) for i, q in enumerate(qs)}
         assert all(want.values())
-        got: dict[int, dict] = {t: {} for t in range(THREADS)}
-        errors: list[BaseException] = []
-        gate = threading.Barrier(THREADS)
 
-        def work(t: int) -> None:
-            try:
-                gate.wait(timeout=30)
-                order = sorted(want, key=lambda key: hash((t, key)))  # each thread its own order
-                for c, i in order:
-                    owner, kw = calls[c]
-                    got[t][(c, i)] = _key(s.recall(owner, qs[i], **kw))
-            except BaseException as e:
-                errors.append(e)
+        def work(t: int) -> dict:
+            order = sorted(want, key=lambda key: hash((t, key)))  # each thread its own order
+            return {(c, i): _key(s.recall(calls[c][0], qs[i], **calls[c][1])) for c, i in order}
 
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(THREADS)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(timeout=120)
-        assert not any(th.is_alive() for th in threads)
-        assert not errors, errors
-        for t in range(THREADS):
-            assert got[t] == want
+        for got in in_threads(THREADS, work):
+            assert got == want
 
 
 @pytest.mark.parametrize("keep_gil_ns", [0, 10**15])
@@ -83,17 +66,9 @@ def test_recall_is_the_same_whether_it_keeps_the_gil(store_path, keep_gil_ns):
         want = [_key(s.recall(owner, q)) for owner in ("all", "few") for q in qs]
         before = _core.recall_keep_gil_ns(keep_gil_ns)
         try:
-            results: list[list] = []
-
-            def work() -> None:
-                results.append([_key(s.recall(owner, q)) for owner in ("all", "few") for q in qs for _ in range(3)])
-
-            threads = [threading.Thread(target=work) for _ in range(3)]
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join(timeout=60)
-            assert not any(th.is_alive() for th in threads)
+            results = in_threads(
+                3, lambda t: [_key(s.recall(owner, q)) for owner in ("all", "few") for q in qs for _ in range(3)], 60
+            )
             assert results == [[w for w in want for _ in range(3)]] * 3
         finally:
             _core.recall_keep_gil_ns(before)
