@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine.hpp"  // first: Python.h, which datetime.h needs
@@ -78,22 +79,49 @@ py::object utc_datetime(uint64_t us) {
         static_cast<int>(rem % 1000000), PyDateTime_TimeZone_UTC, PyDateTimeAPI->DateTimeType));
 }
 
+// The immutable values that rows of one recall share, made once per recall:
+// a hit's expansion rows mostly have its owner set, and one deposit's rows
+// its times. Frozensets and datetimes are immutable, so Memory objects may
+// share them; the GIL is held while this is used, which is the time that
+// serializes reader threads.
+class SharedValues {
+public:
+    py::object owners(const std::vector<std::string>& names) {
+        for (auto& [seen, set] : owners_)
+            if (seen == names) return set;
+        py::object set = steal(PyFrozenSet_New(owners_tuple(names).ptr()));
+        if (owners_.size() < kKept) owners_.emplace_back(names, set);
+        return set;
+    }
+    py::object time(uint64_t us) {
+        for (auto& [seen, t] : times_)
+            if (seen == us) return t;
+        py::object t = utc_datetime(us);
+        if (times_.size() < kKept) times_.emplace_back(us, t);
+        return t;
+    }
+
+private:
+    static constexpr size_t kKept = 8;  // linear search: a recall has few distinct ones
+    std::vector<std::pair<std::vector<std::string>, py::object>> owners_;
+    std::vector<std::pair<uint64_t, py::object>> times_;
+};
+
 // One Memory, as Memory(...) would make it: Memory is a frozen dataclass
 // with no __post_init__, so its __init__ does nothing but set these fields.
-py::object memory(PyTypeObject* cls, const py::object& decode, const Row& r) {
-    py::object owners_t = owners_tuple(r.owners);
+py::object memory(PyTypeObject* cls, const py::object& decode, const Row& r, SharedValues& shared) {
     py::object fields[kFields] = {
         steal(PyLong_FromUnsignedLongLong(r.id)),
         stored_str(r.text),
-        steal(PyFrozenSet_New(owners_t.ptr())),
+        shared.owners(r.owners),
         steal(PyLong_FromUnsignedLong(r.round)),
         r.via == Via::hit ? steal(PyFloat_FromDouble(r.score)) : py::object(py::none()),
         py::reinterpret_borrow<py::object>(via_names[r.via == Via::hit    ? 0
                                                      : r.via == Via::edge ? 1
                                                                           : 2]),
         r.metadata.empty() ? py::object(py::none()) : py::object(decode(stored_str(r.metadata))),
-        r.has_times ? utc_datetime(r.times.created) : py::object(py::none()),
-        r.has_times ? utc_datetime(r.times.updated) : py::object(py::none()),
+        r.has_times ? shared.time(r.times.created) : py::object(py::none()),
+        r.has_times ? shared.time(r.times.updated) : py::object(py::none()),
         py::object(py::none()),
     };
     py::object m = steal(PyBaseObject_Type.tp_new(cls, empty_args, nullptr));
@@ -157,7 +185,8 @@ void bind_memories(py::module_& m) {
             }
             auto* cls = reinterpret_cast<PyTypeObject*>(memory_type.ptr());
             py::list out(rows.size());
-            for (size_t i = 0; i < rows.size(); ++i) out[i] = memory(cls, decode_metadata, rows[i]);
+            SharedValues shared;
+            for (size_t i = 0; i < rows.size(); ++i) out[i] = memory(cls, decode_metadata, rows[i], shared);
             return out;
         },
         py::arg("owner"), py::arg("scope"), py::arg("query"), py::arg("k"), py::arg("expand"), py::arg("spec"),

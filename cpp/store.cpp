@@ -770,9 +770,10 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
         exact = passing && search_cost(wanted) >= passing->size();
     }
     if (!exact) exact = !search_owned(t.get(), *oid, q.data(), k, count, total, wanted, hits, filter);
-    if (exact) hits = scan_owned(t.get(), *oid, q.data(), k, filter);
+    std::shared_ptr<const std::vector<uint64_t>> scanned;
+    if (exact) hits = scan_owned(t.get(), *oid, q.data(), k, filter, &scanned);
     hits.erase(std::remove_if(hits.begin(), hits.end(), [&](const Hit& h) { return h.score < threshold; }), hits.end());
-    return recall_rows(t.get(), *oid, hits, expand, filter);
+    return recall_rows(t.get(), *oid, hits, expand, filter, scanned.get());
 }
 
 // The owner's allow-set, current to the latest commit.
@@ -861,7 +862,8 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
 }
 
 // The exact best k of the owner's records. Holds index_mu_ shared.
-std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, const RecallFilter& filter) {
+std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, const RecallFilter& filter,
+                                   std::shared_ptr<const std::vector<uint64_t>>* scanned) {
     // Filtered before scoring: the k best scored are the k best that pass.
     std::shared_ptr<const std::vector<uint64_t>> passing = passing_ids(txn, oid, filter);
     if (!passing) {
@@ -879,13 +881,17 @@ std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, s
     size_t top = std::min(k, hits.size());
     std::partial_sort(hits.begin(), hits.begin() + top, hits.end(), better);
     hits.resize(top);
+    if (scanned) *scanned = std::move(passing);
     return hits;
 }
 
 // The hits as rows, then (expand) the owner's records one edge away from
-// them, each record once.
+// them, each record once. `members`, when given, is what a scan of this
+// snapshot read as the owner's records that pass the filter (ascending): a
+// neighbour's membership is then a binary search in it, not an owner lookup
+// and a filter check in LMDB.
 std::vector<Row> Store::recall_rows(MDB_txn* txn, uint32_t oid, const std::vector<Hit>& hits, bool expand,
-                                    const RecallFilter& filter) {
+                                    const RecallFilter& filter, const std::vector<uint64_t>* members) {
     std::vector<Row> rows;
     std::unordered_set<uint64_t> seen;
     for (const Hit& h : hits) {
@@ -902,7 +908,10 @@ std::vector<Row> Store::recall_rows(MDB_txn* txn, uint32_t oid, const std::vecto
     for (size_t i = 0; i < nhits; ++i) {
         uint64_t id = rows[i].id;
         for (uint64_t nb : neighbors_in(txn, id)) {
-            if (seen.count(nb) || !owns(txn, oid, nb) || !passes(txn, oid, nb, filter)) continue;
+            if (seen.count(nb)) continue;
+            if (members ? !std::binary_search(members->begin(), members->end(), nb)
+                        : !owns(txn, oid, nb) || !passes(txn, oid, nb, filter))
+                continue;
             Row r;
             if (!read_row(txn, nb, r)) continue;
             read_record_meta(txn, nb, oid, r);

@@ -383,10 +383,13 @@ private:
     void ensure_allow_set(uint32_t owner);
     bool search_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k, size_t count, size_t total, size_t wanted,
                       std::vector<Hit>& hits, const RecallFilter& filter = RecallFilter(), bool trust_bits = true);
+    // scanned (when given) receives the ids the scan read, ascending.
     std::vector<Hit> scan_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k,
-                                const RecallFilter& filter = RecallFilter());
+                                const RecallFilter& filter = RecallFilter(),
+                                std::shared_ptr<const std::vector<uint64_t>>* scanned = nullptr);
     std::vector<Row> recall_rows(MDB_txn* txn, uint32_t owner, const std::vector<Hit>& hits, bool expand,
-                                 const RecallFilter& filter = RecallFilter());
+                                 const RecallFilter& filter = RecallFilter(),
+                                 const std::vector<uint64_t>* members = nullptr);
     // Whether record id passes filter for owner oid (recall_filter.cpp).
     bool passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& filter);
     // Keeps the ids (ascending) that pass, reading with forward cursors (recall_filter.cpp).
