@@ -108,6 +108,12 @@ def test_round_passes_tiny(data: Path, tmp_path: Path) -> None:
     assert "stores identical across modes: yes" in out
 
 
+def test_mapped_rss_reports_each_read_count_and_advice(data: Path, tmp_path: Path) -> None:
+    out = run([str(BENCH / "mapped_rss.py"), "--mb", "4", "--touches", "2,8", "--dir", str(tmp_path)], data, tmp_path)
+    rows = [line.split("|")[1:3] for line in out.stdout.splitlines() if line.startswith("| ") and "reads" not in line]
+    assert [[c.strip() for c in r] for r in rows] == [["2", "none"], ["2", "random"], ["8", "none"], ["8", "random"]]
+
+
 def test_crash_soak_two_trials(data: Path, tmp_path: Path) -> None:
     out = tmp_path / "soak.json"
     run([str(BENCH / "crash_soak.py"), "--trials", "2", "--max-ops", "30", "--out", str(out)], data, tmp_path)
