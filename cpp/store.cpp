@@ -711,7 +711,7 @@ constexpr float kCrowded = 0.1f;
 size_t Store::search_cost(size_t width) const { return std::max(width, expansion_search_) * kScanPerCandidate; }
 
 // kCrowdedWiden times expansion_search, or expansion_search * log2(total) / 4
-// when that is more: 5x (320 of 64) at 1M records.
+// when that is more: 319 (about 5 x 64) at 1M records.
 size_t Store::crowded_width(size_t total) const {
     const double depth = std::log2(static_cast<double>(std::max<size_t>(total, 2)));
     return std::max(kCrowdedWiden * expansion_search_, static_cast<size_t>(std::ceil(expansion_search_ * depth / 4)));
