@@ -60,7 +60,11 @@ def measure(path: str, n: int) -> dict[str, float]:
 
 def main() -> int:
     if len(sys.argv) >= 2 and sys.argv[1] == "--child":
-        print(json.dumps(measure(sys.argv[2], int(sys.argv[3]))))
+        import agentsensus._core
+
+        # Where the engine came from, so that the parent can tell a PKG_DIR
+        # that was not the one imported.
+        print(json.dumps({"core": agentsensus._core.__file__, "times": measure(sys.argv[2], int(sys.argv[3]))}))
         return 0
     args = sys.argv[1:]
     rounds = ROUNDS
@@ -85,7 +89,17 @@ def main() -> int:
             done = subprocess.run(
                 [sys.executable, __file__, "--child", path, n], capture_output=True, text=True, env=env, check=True
             )
-            runs[b].append(json.loads(done.stdout))
+            got = json.loads(done.stdout)
+            # An editable install's import hook comes before PYTHONPATH: the
+            # child would time the installed build under PKG_DIR's name.
+            if b != INSTALLED and not os.path.realpath(got["core"]).startswith(os.path.realpath(b) + os.sep):
+                print(
+                    f"read_cost.py: {b} was not imported (the engine came from {got['core']}; an editable install "
+                    "shadows PYTHONPATH: run this from a non-editable install)",
+                    file=sys.stderr,
+                )
+                return 2
+            runs[b].append(got["times"])
     first = builds[0]
     print("| read | " + " | ".join(builds) + " |")
     print("|---|" + "---|" * len(builds))

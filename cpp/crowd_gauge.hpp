@@ -10,12 +10,24 @@
 // store has doubled since. Thread-safe: threads that measure at once measure
 // the same thing.
 #pragma once
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 
 namespace agentsensus {
+
+// The crowded rule's wider width: kCrowdedWiden times the search width, or
+// width * log2(total) / 4 when that is more, so that it grows with the
+// graph's depth past 2^16 records (256, 266 and 319 of 64 at 10k, 100k and
+// 1M; why, in store.cpp at the crowded rule).
+constexpr size_t kCrowdedWiden = 4;
+inline size_t crowded_width(size_t width, size_t total) {
+    const double depth = std::log2(static_cast<double>(std::max<size_t>(total, 2)));
+    return std::max(kCrowdedWiden * width, static_cast<size_t>(std::ceil(static_cast<double>(width) * depth / 4)));
+}
 
 class CrowdGauge {
 public:

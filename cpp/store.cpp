@@ -694,28 +694,21 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
 // the 64th candidate lie a median 0.42 apart (recall@5 1.000 at width 64),
 // at 1M 0.029 (0.906 at width 64, 0.997 at 256, no better at 384), so it is
 // done once. The wider width grows with the graph's depth past 2^16 records
-// (crowded_width): a rebuilt 1M graph of the same corpus (the import adds in
-// parallel, so no two builds are the same graph) gave 0.989 at 256 and
-// 0.995 at 320 and 384 (the 100% owner; the 50% owner 0.990, 0.996,
-// 0.996). kCrowded is 0.1 rather than less: the misses left at 10k records
+// (crowded_width, crowd_gauge.hpp): a rebuilt 1M graph of the same corpus
+// (the import adds in parallel, so no two builds are the same graph) gave
+// 0.989 at 256 and 0.995 at 320 and 384 (the 100% owner; the 50% owner
+// 0.990, 0.996, 0.996). kCrowded is 0.1 rather than less: the misses left at 10k records
 // (a query far from every record, its 5th best at 0.16-0.20) lay
 // 0.038-0.065 from the 64th; at 100k, 1% of the queries fall under 0.1.
 // Where more than half the neighbourhoods are crowded (at 1M records of the
 // clustered corpus), the first, narrower search is skipped: the search starts
 // at the wider width, as a crowded query would reach it anyway (CrowdGauge).
 namespace {
-constexpr size_t kOverfetch = 3, kScanPerCandidate = 100, kCrowdedWiden = 4;
+constexpr size_t kOverfetch = 3, kScanPerCandidate = 100;
 constexpr float kCrowded = 0.1f;
 }  // namespace
 
 size_t Store::search_cost(size_t width) const { return std::max(width, expansion_search_) * kScanPerCandidate; }
-
-// kCrowdedWiden times expansion_search, or expansion_search * log2(total) / 4
-// when that is more: 319 (about 5 x 64) at 1M records.
-size_t Store::crowded_width(size_t total) const {
-    const double depth = std::log2(static_cast<double>(std::max<size_t>(total, 2)));
-    return std::max(kCrowdedWiden * expansion_search_, static_cast<size_t>(std::ceil(expansion_search_ * depth / 4)));
-}
 
 // The probes are the stored vectors at evenly spaced keys, each searched
 // unfiltered at the default width as a query near a record would be; crowded
@@ -826,7 +819,9 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
     // for: take them all, more of them may be the owner's.
     wanted = std::max(wanted, expansion_search_);
     // The crowded rule's next width after a search of w.
-    auto wider_than = [&, crowded = crowded_width(total)](size_t w) { return std::max(2 * w, crowded); };
+    auto wider_than = [&, crowded = crowded_width(expansion_search_, total)](size_t w) {
+        return std::max(2 * w, crowded);
+    };
     // In a store whose neighbourhoods are crowded, start at that wider width
     // (CrowdGauge), as a crowded query would reach it anyway.
     bool widened = filter.empty() && wanted < total && search_cost(wider_than(wanted)) < count &&

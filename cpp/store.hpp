@@ -379,7 +379,6 @@ private:
     // search of the whole graph kept to the owner's, the exact scan, and the
     // rows with their edges.
     size_t search_cost(size_t width) const;                   // in scanned vectors
-    size_t crowded_width(size_t total) const;                 // the crowded rule's wider width
     bool neighbourhoods_crowded(MDB_txn* txn, size_t total);  // crowd_'s verdict, measured when due
     void ensure_allow_set(uint32_t owner);
     bool search_owned(MDB_txn* txn, uint32_t owner, const float* q, size_t k, size_t count, size_t total, size_t wanted,

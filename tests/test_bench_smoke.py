@@ -100,6 +100,21 @@ def test_read_cost_times_the_installed_build(data: Path, tmp_path: Path) -> None
     assert reads == ["get x2000", "recall a7 x200", "recall tenth x200", "recall all x200", "records()", "owned x200"]
 
 
+def test_read_cost_refuses_a_build_it_did_not_import(data: Path, tmp_path: Path) -> None:
+    # A PKG_DIR without the package: the child imports the installed build,
+    # which must not be timed under PKG_DIR's name.
+    store = run([str(BENCH / "scale_stores.py"), str(N)], data, tmp_path).stdout.strip().splitlines()[-1]
+    empty = tmp_path / "no-package"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["AGENTSENSUS_BENCH_DATA"] = str(data)
+    args = [sys.executable, str(BENCH / "read_cost.py"), store, str(N), str(empty), "--rounds", "1"]
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert f"{empty} was not imported" in done.stderr
+    assert "| read |" not in done.stdout
+
+
 def test_round_passes_tiny(data: Path, tmp_path: Path) -> None:
     args = ["--deposits", "8", "--rounds", "1", "--prior", "1", "--sleep", "0.001"]
     out = run([str(BENCH / "round_passes.py"), *args], data, tmp_path).stdout
