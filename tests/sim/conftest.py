@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from agentsensus.sim.goals import seek_lists
 from agentsensus.sim.kernel import Kernel
 from agentsensus.sim.memory_policy import MemoryPolicy
 from agentsensus.sim.play import Play, parse_play
@@ -146,6 +147,7 @@ def _run_kernel(
     replay.place_survivors(world)
     kernel = Kernel(world, policy or MemoryPolicy(seed), backend, embed, variation=Variation(variation, seed), **kw)
     kernel.sediment(replay.batches)
+    kernel.set_goals(seek_lists(world, world.events))
     kernel.run(rounds)
     return kernel
 

@@ -87,18 +87,25 @@ def test_g_memory_insights_point_back_and_recall_expands(embed) -> None:  # type
     assert len({m.id for m in got}) == len(got)  # no repeats
 
 
-def test_collaborative_grants_readers_and_never_merges(embed) -> None:  # type: ignore[no-untyped-def]
-    room = {"Hamlet": ["Hamlet", "Horatio"], "Horatio": ["Hamlet", "Horatio"], "Osric": ["Osric"]}
-    b = CollaborativeBackend(embed.dim, grant=lambda owner, r: room[owner])
+def test_collaborative_grants_reads_to_the_witnesses_of_each_statement(embed) -> None:  # type: ignore[no-untyped-def]
+    b = CollaborativeBackend(embed.dim)
     same = "The ghost walks upon the platform tonight."
+    saw = frozenset({"Hamlet", "Horatio"})
     b.remember(
-        [item(embed, "Hamlet", same), item(embed, "Horatio", same), item(embed, "Osric", "Elsewhere, at sea.")], 1
+        [
+            item(embed, "Hamlet", same, "A letter came from sea."),
+            item(embed, "Horatio", same),
+            item(embed, "Osric", "Elsewhere, at sea."),
+        ],
+        1,
+        witnesses=[[saw, frozenset({"Hamlet", "Osric"})], [saw], [frozenset({"Osric"})]],
     )
     st = b.stats()
-    assert st["records"] == 3 and st["shared"] == 0 and st["granted_rows"] == 2 and st["max_readers"] == 2
+    assert st["records"] == 4 and st["shared"] == 0 and st["granted_rows"] == 3 and st["max_readers"] == 2
     got = b.recall("Horatio", embed([same])[0], k=5)
     assert sorted(next(iter(m.owners)) for m in got) == ["Hamlet", "Horatio"]  # its own row and the granted one
-    assert all(next(iter(m.owners)) == "Osric" for m in b.recall("Osric", embed([same])[0]))
+    assert "A letter came from sea." not in {m.text for m in got}  # Horatio did not witness the letter
+    assert "A letter came from sea." in {m.text for m in b.recall("Osric", embed(["letter sea"])[0])}
 
 
 def test_recall_k_is_respected(embed) -> None:  # type: ignore[no-untyped-def]

@@ -38,6 +38,9 @@ class Action:
     place in the world. ``basis``: which of the memories the agent was shown
     this round the action draws on (an index into ``AgentView.memories``),
     so the metrics can trace what it says; ``None`` when it draws on none.
+    ``form``: what kind of statement a say is (``utterances.FORMS``; empty
+    for a source line or a model's say); ``subject``: the person a question
+    or an answer is about.
     """
 
     kind: str
@@ -49,6 +52,8 @@ class Action:
     dies: tuple[str, ...] = ()
     order: float = math.inf
     basis: int | None = None
+    form: str = ""
+    subject: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in SOCIETY_ACTIONS:

@@ -20,22 +20,37 @@ from .play import Beat, Play
 from .stm import ShortTermMemory
 from .world import World
 
-__all__ = ["AgentView", "Policy", "ScriptedPolicy"]
+__all__ = ["AgentView", "RecallNeed", "Policy", "ScriptedPolicy"]
 
 
 @dataclass
 class AgentView:
     """What an agent knows when it decides: where it is, who is there, its
-    short-term memory and what its long-term memory just recalled."""
+    short-term memory and the long-term memories it holds there.
+
+    ``memories``: the texts of the rows its short-term memory holds (what
+    recall returned this round first, then what earlier recalls returned
+    that it still holds); an action's ``basis`` indexes into it.
+    """
 
     agent: str
     round: int
     place: str | None
     present: list[str]
     stm: ShortTermMemory
-    memories: list[str] = field(default_factory=list)  # what recall returned, best first
+    memories: list[str] = field(default_factory=list)
     unread: int = 0  # things said at its place since it last read the thread
     places: list[str] = field(default_factory=list)  # every place of the world
+    cast: list[str] = field(default_factory=list)  # every agent of the world, living or not
+
+
+@dataclass(frozen=True)
+class RecallNeed:
+    """What a decision lacks, as a recall query: ``text`` to search with,
+    and the person it is about (``subject``, for Table 4's "q in hits")."""
+
+    text: str
+    subject: str | None = None
 
 
 @runtime_checkable
@@ -47,6 +62,12 @@ class Policy(Protocol):
 
     def decide(self, agent: str, view: AgentView) -> Action:
         """The agent's action for this round."""
+
+
+# A policy may also offer ``recall_need(agent, view) -> RecallNeed | None``: what
+# its decision lacks from long-term memory (the kernel then recalls before
+# ``decide``). A policy without it recalls with its focus when its short-term
+# memory holds no row (the kernel's default, ``Kernel.recall_need``).
 
 
 class ScriptedPolicy:

@@ -1,8 +1,10 @@
 """The one protocol every long-term memory backend implements.
 
-Equal granularity: every backend receives exactly the same deposits, one per
-witness and round (its account of what it witnessed), each already split
-into statements with their vectors, in the same order and rounds. So one
+Equal granularity: every backend receives exactly the same deposits (at
+round 0 one per witness and source step, its account of what it witnessed;
+after it one per agent and round, the results of its own action), each
+already split into statements with their vectors, in the same order and
+rounds. So one
 statement is at most one stored row in any design, and entry counts compare
 by construction; what differs is only what a design does with them (merge,
 reflect, summarise, grant).
@@ -22,13 +24,17 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Item", "Stored", "Recollection", "MemoryGraph", "MemoryBackend", "BACKENDS", "owner_stats"]
+__all__ = ["Item", "Stored", "Witnesses", "Recollection", "MemoryGraph", "MemoryBackend", "BACKENDS", "owner_stats"]
 
 #: One deposit: (owner, statements, vectors of shape (len(statements), dim)).
 Item = tuple[str, Sequence[str], npt.NDArray[np.float32]]
 
 #: What ``remember`` answers per deposit: (row id per statement, merged per statement).
 Stored = tuple[list[int], list[bool]]
+
+#: Per deposit, per statement: who witnessed the event the statement reports
+#: (the world's access facts: only an access-control design reads them).
+Witnesses = Sequence[Sequence[frozenset[str]]]
 
 #: The backend names, in report order.
 BACKENDS = ("consensus", "generative_agents", "g_memory", "collaborative")
@@ -79,8 +85,9 @@ class MemoryBackend(Protocol):
 
     name: str
 
-    def remember(self, items: Sequence[Item], round: int) -> list[Stored]:
-        """Store one round's deposits, in order; per deposit, where each statement went."""
+    def remember(self, items: Sequence[Item], round: int, witnesses: Witnesses | None = None) -> list[Stored]:
+        """Store one round's deposits, in order; per deposit, where each statement went.
+        ``witnesses``: per deposit and statement, who witnessed what it reports."""
 
     def recall(self, owner: str, query: npt.NDArray[np.float32], k: int = 5) -> list:  # type: ignore[type-arg]
         """Up to ``k`` hits ``owner`` may read (``via="hit"``), then linked rows (``via="edge"``)."""

@@ -3,19 +3,19 @@
 One store, partitioned by access control: every row has one writer (its
 owner) and a set of readers. Sharing grants another agent read access to a
 row and never merges rows, so two witnesses of one event still hold two
-rows. Which readers a row gets comes from a grant policy: by default the
-agents the world reports as present with the writer when it wrote (a room's
-shared channel), handed in as a callable by the simulation.
+rows. A row's readers are the witnesses of the event it reports (the
+access facts the simulation hands to ``remember``): whoever saw it happen
+may read what its writer wrote of it, and nobody else.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from .backend import Item, MemoryGraph, Recollection, Stored, owner_stats
+from .backend import Item, MemoryGraph, Recollection, Stored, Witnesses, owner_stats
 from .rows import VectorRows, top_k
 
 __all__ = ["CollaborativeBackend"]
@@ -47,9 +47,8 @@ class CollaborativeBackend:
 
     name = "collaborative"
 
-    def __init__(self, dim: int, *, grant: Callable[[str, int], Iterable[str]] | None = None) -> None:
+    def __init__(self, dim: int) -> None:
         self.dim = dim
-        self.grant = grant
         self.rows = VectorRows(dim)
         self.writers: list[str] = []
         self.readers: list[set[str]] = []
@@ -58,23 +57,23 @@ class CollaborativeBackend:
         self.readable: dict[str, _Ints] = {}
         self.grants = 0
 
-    def remember(self, items: Sequence[Item], round: int) -> list[Stored]:
-        """Write each statement as a private row, then grant it to co-readers."""
+    def remember(self, items: Sequence[Item], round: int, witnesses: Witnesses | None = None) -> list[Stored]:
+        """Write each statement as a private row, readable by the witnesses of what it reports."""
         out: list[Stored] = []
-        for owner, statements, vectors in items:
+        for n, (owner, statements, vectors) in enumerate(items):
             start = len(self.texts)
             self.rows.extend(vectors)
-            readers = {owner} | (set(self.grant(owner, round)) if self.grant else set())
-            for t in statements:
+            seen = witnesses[n] if witnesses is not None else [frozenset()] * len(statements)
+            for i, t in enumerate(statements):
+                readers = {owner} | set(seen[i])
                 self.writers.append(owner)
-                self.readers.append(set(readers))
+                self.readers.append(readers)
                 self.texts.append(t)
                 self.rounds.append(round)
-            positions = list(range(start, len(self.texts)))
-            for r in sorted(readers):
-                self.readable.setdefault(r, _Ints()).extend(positions)
-            self.grants += (len(readers) - 1) * len(positions)
-            out.append(([p + 1 for p in positions], [False] * len(positions)))
+                for r in sorted(readers):
+                    self.readable.setdefault(r, _Ints()).extend([start + i])
+                self.grants += len(readers) - 1
+            out.append(([p + 1 for p in range(start, len(self.texts))], [False] * len(statements)))
         return out
 
     def recall(self, owner: str, query: npt.NDArray[np.float32], k: int = 5) -> list[Recollection]:

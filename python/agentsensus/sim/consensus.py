@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .account_judge import AccountJudge
-from .backend import Item, MemoryGraph, Stored
+from .backend import Item, MemoryGraph, Stored, Witnesses
 
 __all__ = ["ConsensusBackend"]
 
@@ -94,7 +94,7 @@ class ConsensusBackend:
         # Ids of the per-agent stores (ablation) are made distinct by a shift per store.
         return 0 if self.merging else list(self.stores).index(key) << _STORE_SHIFT
 
-    def remember(self, items: Sequence[Item], round: int) -> list[Stored]:
+    def remember(self, items: Sequence[Item], round: int, witnesses: Witnesses | None = None) -> list[Stored]:
         """One ``deposit_many`` per round (per agent store in the ablation)."""
         self.seen.update(o for o, _, _ in items)
         if self.merging:

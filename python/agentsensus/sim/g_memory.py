@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .backend import Item, MemoryGraph, Recollection, Stored, owner_stats
+from .backend import Item, MemoryGraph, Recollection, Stored, Witnesses, owner_stats
 from .rows import VectorRows, top_k
 from .words import top_words
 
@@ -87,7 +87,7 @@ class GMemoryBackend:
             self.graph_.rounds[i] = round
         return ids
 
-    def remember(self, items: Sequence[Item], round: int) -> list[Stored]:
+    def remember(self, items: Sequence[Item], round: int, witnesses: Witnesses | None = None) -> list[Stored]:
         """Add interaction rows; add an insight for every owner that is due."""
         touched: list[str] = []
         out: list[Stored] = []

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .backend import Item, MemoryGraph, Recollection, Stored, owner_stats
+from .backend import Item, MemoryGraph, Recollection, Stored, Witnesses, owner_stats
 from .rows import VectorRows, top_k
 from .words import content_words, top_words
 
@@ -108,7 +108,7 @@ class GenerativeAgentsBackend:
             self.graph_.rounds[i] = round
         return ids
 
-    def remember(self, items: Sequence[Item], round: int) -> list[Stored]:
+    def remember(self, items: Sequence[Item], round: int, witnesses: Witnesses | None = None) -> list[Stored]:
         """Append each statement as an observation; reflect where due."""
         self.now = round
         out: list[Stored] = []

@@ -14,7 +14,6 @@ them has linked = 0 and its by-product pointers are counted apart.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
@@ -22,40 +21,24 @@ import numpy as np
 
 from .backend import MemoryGraph
 from .kernel import RoundLog
+from .people import People
 from .provenance import Ledger
+from .wording import read
 
-__all__ = ["percentile", "latency_bins", "backend_metrics", "BIN_ROUNDS", "People", "name_loss", "grounding"]
+__all__ = [
+    "percentile",
+    "latency_bins",
+    "backend_metrics",
+    "BIN_ROUNDS",
+    "People",
+    "name_loss",
+    "grounding",
+    "say_forms",
+    "recall_table",
+]
 
 #: Width of a latency bin, in rounds.
 BIN_ROUNDS = 5
-
-_TITLES = frozenset(
-    "king queen lord lady prince princess duke duchess earl sir first second third fourth old young saint "
-    "master mistress doctor friar captain gentleman gentlewoman servant messenger player clown the of and "
-    "bishop cardinal archbishop count countess marquess lieutenant".split()
-)
-
-
-class People:
-    """Finds the cast members a text names: full names, or a word of a name
-    that belongs to exactly one of them ("Polonius" for "Lord Polonius")."""
-
-    def __init__(self, cast: Iterable[str]) -> None:
-        cast = list(dict.fromkeys(cast))
-        owners: dict[str, set[str]] = {}
-        for name in cast:
-            for tok in name.split():
-                if len(tok) >= 3 and tok.lower() not in _TITLES:
-                    owners.setdefault(tok, set()).add(name)
-        self.spellings = {n: n for n in cast}
-        self.spellings.update({t: next(iter(o)) for t, o in owners.items() if len(o) == 1})
-        keys = sorted(self.spellings, key=len, reverse=True)
-        self._re = re.compile(r"\b(" + "|".join(map(re.escape, keys)) + r")\b") if keys else None
-
-    def __call__(self, text: str) -> frozenset[str]:
-        if self._re is None:
-            return frozenset()
-        return frozenset(self.spellings[m.group(1)] for m in self._re.finditer(text))
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -114,20 +97,26 @@ def _sharing(graph: MemoryGraph, ids: Sequence[int], appear: set[str]) -> dict[s
 
 
 def grounding(logs: Sequence[RoundLog], ledger: Ledger, people: People) -> dict[str, Any]:
-    """What agents said after round 0, traced through provenance.
+    """How much of what agents said after round 0 drew on long-term memory, and how truly.
 
-    ``traced``: the share of says that retell a recalled row holding a true
-    event (a by-product such as a reflection, or nothing recalled, holds
-    none). ``names_right``: the share of says whose named people all took
-    part in (did, were the object of, or witnessed) the event traced.
+    ``drew_on_memory``: the share of says built on a row the speaker held
+    from a recall (a retelling, an inference, an answer from memory; a
+    question, an intention or a reaction draws on none). ``traced``: of
+    those, the share whose row holds a true event (a by-product such as a
+    reflection or an insight holds none). ``names_right``: of the traced,
+    the share whose named people all took part in (did, were the object of,
+    or witnessed) that event.
     """
-    says = traced = right = 0
+    says = drew = traced = right = 0
     for log in logs:
         if log.round < 1:
             continue
         for s in log.said:
             says += 1
-            event = ledger.event_of(s.basis) if s.basis is not None else None
+            if s.basis is None:
+                continue
+            drew += 1
+            event = ledger.event_of(s.basis)
             if event is None:
                 continue
             traced += 1
@@ -135,28 +124,83 @@ def grounding(logs: Sequence[RoundLog], ledger: Ledger, people: People) -> dict[
             right += int(people(s.text) <= involved)
     return {
         "says": says,
-        "traced": round(traced / says, 4) if says else None,
-        "names_right": round(right / says, 4) if says else None,
+        "drew_on_memory": round(drew / says, 4) if says else None,
+        "traced": round(traced / drew, 4) if drew else None,
+        "names_right": round(right / traced, 4) if traced else None,
     }
 
 
-def name_loss(merges: Sequence[Any], people: People) -> dict[str, Any]:
+def say_forms(logs: Sequence[RoundLog]) -> dict[str, Any]:
+    """What kind of statements the says after round 0 were (``utterances.FORMS``; ``other``
+    for a model's or a script's say), and the share that retell a memory."""
+    forms: Counter[str] = Counter(s.form or "other" for log in logs if log.round >= 1 for s in log.said)
+    total = sum(forms.values())
+    return {
+        "total": total,
+        "forms": dict(sorted(forms.items())),
+        "retelling_pct": _pct(forms.get("retelling", 0), total),
+    }
+
+
+def recall_table(logs: Sequence[RoundLog], people: People) -> dict[str, Any]:
+    """Table 4: recall calls by why they were made, rows returned as hits and
+    through expansion, amplification, and whether the person a query was
+    about came back among the hits (``q_in_hits``) or only through
+    expansion (``q_in_expansion``), over the calls that had such a person."""
+    calls = [c for log in logs if log.round >= 1 for c in log.recall_calls]
+    hits = sum(len(c.hits) for c in calls)
+    edges = sum(len(c.edges) for c in calls)
+    about = [c for c in calls if c.subject]
+    in_hits = sum(1 for c in about if any(c.subject in people(t) for t in c.hits))
+    in_exp = sum(
+        1
+        for c in about
+        if not any(c.subject in people(t) for t in c.hits) and any(c.subject in people(t) for t in c.edges)
+    )
+    kinds: Counter[str] = Counter(c.kind for c in calls)
+    return {
+        "calls": len(calls),
+        "by_kind": dict(sorted(kinds.items())),
+        "empty": sum(1 for c in calls if not c.hits and not c.edges),
+        "hits": hits,
+        "expansion_rows": edges,
+        "hits_plus_expansion": hits + edges,
+        "amplification": round((hits + edges) / hits, 3) if hits else None,
+        "with_subject": len(about),
+        "q_in_hits": round(in_hits / len(about), 4) if about else None,
+        "q_in_expansion": round(in_exp / len(about), 4) if about else None,
+    }
+
+
+def name_loss(merges: Sequence[Any], people: People, ledger: Ledger | None = None) -> dict[str, Any]:
     """The merges whose surviving text lost a named person, and what was discarded.
 
-    A merge loses a name when the text it let go of names a cast member the
-    text it kept does not.
+    ``fraction``: the text let go of names a cast member the text kept does
+    not (frames included: "I told Horatio" against "Hamlet told me" counts).
+    ``core_fraction``: the same over the reported cores only (what was said
+    or done, without who reports it: :func:`~.wording.read`), the paper's
+    measure. ``principal``: with the provenance ``ledger``, the share of
+    merges whose kept text no longer names the event's principal (its first
+    doer or speaker) while the discarded one did.
     """
-    changed = lost = chars = 0
+    changed = lost = lost_core = principal = chars = 0
     for m in merges:
         chars += len(m.discarded)
         if m.kept != m.discarded:
             changed += 1
         lost += int(bool(people(m.discarded) - people(m.kept)))
+        lost_core += int(bool(people(read(m.discarded).core) - people(read(m.kept).core)))
+        event = ledger.event_of(int(m.survivor)) if ledger is not None else None
+        if event is not None and event.actors:
+            p = event.actors[0]
+            principal += int(p in people(m.discarded) and p not in people(m.kept))
     n = len(merges)
     return {
         "merges": n,
         "lost_name": lost,
         "fraction": round(lost / n, 4) if n else None,
+        "core_fraction": round(lost_core / n, 4) if n else None,
+        "principal": round(principal / n, 4) if n and ledger is not None else None,
         "discarded_chars": chars,
         "discarded_chars_per_merge": round(chars / n, 1) if n else None,
     }
@@ -181,7 +225,7 @@ def backend_metrics(
     sim_logs = [log for log in logs if log.round >= 1]
     rem = [x for log in sim_logs for x in log.remember_ms]
     rec = [x for log in logs for x in log.recall_ms]
-    recalls = sum(log.recalls for log in logs)
+    recalls = sum(log.recalls for log in logs)  # every recall call (round 0 makes none)
     hits = sum(log.hits for log in logs)
     expanded = sum(log.expanded for log in logs)
     edge_rows = sum(log.edge_rows for log in logs)
@@ -228,6 +272,8 @@ def backend_metrics(
         "latency_bins": latency_bins(logs),
         "actions": {k: actions.get(k, 0) for k in ("say", "read_thread", "observe", "move", "act_on", "ponder")},
         "grounding": grounding(logs, ledger, people),
+        "says": say_forms(logs),
+        "recall": recall_table(logs, people),
         "owned": dict(sorted(owned.items(), key=lambda kv: (-kv[1], kv[0]))),
         "seconds": round(seconds, 3),
     }

@@ -42,6 +42,7 @@ from .account_judge import AccountJudge
 from .actions import Action
 from .agent_policy import AgentView, Policy
 from .consensus import EXACT_CUTOFF, ConsensusBackend
+from .goals import seek_lists
 from .kernel import Kernel, RoundLog
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
@@ -126,7 +127,7 @@ class RayConsensusBackend(ConsensusBackend):
         self.run_key = run_key
         self._calls = 0
 
-    def remember(self, items: Sequence[Any], round: int) -> list[Any]:
+    def remember(self, items: Sequence[Any], round: int, witnesses: Any = None) -> list[Any]:
         self.seen.update(o for o, _, _ in items)
         self._calls += 1
         key = f"{self.run_key}/round-{round}/{self._calls}"
@@ -162,55 +163,19 @@ class RayKernel(Kernel):
 
         return zlib.crc32(agent.encode("utf-8")) % len(self.groups)
 
-    def step(self) -> RoundLog | None:
-        # As Kernel.step; the recall, the decisions and the deposit go out in one call each.
-        begun = self._begin_round()
-        if begun is None:
-            return None
-        r, log, awake, focus, actions = begun
-        world = self.world
+    def _recall_many(self, queries: list[tuple[str, str]], log: RoundLog) -> list[list[Any]]:
+        # As Kernel._recall_many, the round's recalls in one call to the store actor.
+        if not queries:
+            return []
         t0 = time.perf_counter()
         assert isinstance(self.backend, RayConsensusBackend)
-        found = self.backend.recall_many(list(zip(awake, self.embed(focus))), self.k)
+        found = self.backend.recall_many(
+            list(zip([a for a, _ in queries], self.embed([t for _, t in queries]))), self.k
+        )
         ms = (time.perf_counter() - t0) * 1000.0
-        recalled: dict[str, list[Any]] = {}
-        views: list[tuple[str, AgentView]] = []
-        for agent, mems in zip(awake, found):
-            self._count(mems, log, ms / len(awake))
-            stm = self.stm[agent]
-            place = world.agents[agent].place
-            stm.status.set("round", r)
-            stm.status.set("place", place)
-            recalled[agent] = mems
-            thread = len(world.threads.get(place or "", []))
-            views.append(
-                (
-                    agent,
-                    AgentView(
-                        agent,
-                        r,
-                        place,
-                        [p for p in world.present(place) if p != agent],
-                        stm,
-                        [m.text for m in mems],
-                        unread=thread - self._read.get(agent, 0) if place else 0,
-                        places=list(world.places),
-                    ),
-                )
-            )
-        actions.extend(self._decide(views))
-        return self._finish_round(log, actions, recalled, r)
-
-    @staticmethod
-    def _count(mems: list[Any], log: RoundLog, ms: float) -> None:
-        """A recall's share of the log, as Kernel._recall counts it."""
-        log.recall_ms.append(ms)
-        log.recalls += 1
-        edges = sum(1 for m in mems if getattr(m, "via", "hit") == "edge")
-        log.hits += len(mems) - edges
-        if edges:
-            log.expanded += 1
-            log.edge_rows += edges
+        for mems in found:
+            self._count(mems, log, ms / len(queries))
+        return [list(m) for m in found]
 
     def _decide(self, views: list[tuple[str, AgentView]]) -> list[Action]:
         """Every view's action, in the order of ``views``: one call per group, all at once."""
@@ -319,7 +284,8 @@ def run_ray(
             groups=pool,
         )
         kernel.logs.append(sed_log)
-        kernel._read = {a: len(run_world.threads.get(ag.place or "", [])) for a, ag in run_world.agents.items()}
+        kernel.start_after_source()
+        kernel.set_goals(seek_lists(run_world, run_world.events[:source_events]))
         bar = Progress(f"consensus (ray) {rounds} rounds", rounds, enabled=progress)
         round_seconds: list[float] = []
         t1 = time.perf_counter()

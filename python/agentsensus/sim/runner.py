@@ -6,12 +6,15 @@ that backend then starts from a copy of the sedimented state (the consensus
 store's files are copied; an in-memory design is deep-copied) and runs its
 own rounds from there:
 
-- the main run (``rounds`` rounds, the chosen cache policy);
-- consensus only: the other two cache policies (Table 3) and the horizon
-  re-runs at 10 and 20 rounds (each a run of its own, not a snapshot);
-- consensus with ``keep_names`` instead of ``keep_shorter`` (its own
-  sediment, for name loss), and with merging off (the ablation: one store
-  per agent, its own sediment).
+- the main run (``rounds`` rounds, the chosen cache policy), whose actions
+  go to ``events.jsonl``;
+- consensus only: the other two cache policies (Table 3); the horizon
+  re-runs at 10, 20 and 40 rounds over several policy seeds (each a run of
+  its own, not a snapshot); ``keep_names`` instead of ``keep_shorter`` (its
+  own sediment, for name loss); and the two controls (:mod:`.controls`):
+  ``recall_off`` (the same sediment, recall returns nothing) and
+  ``merge_off`` (a store that never merges, its own sediment; it is also
+  the merging-off ablation).
 
 Copying the sedimented store saves re-sedimenting; it is not a snapshot of
 the simulation: every run steps its rounds itself.
@@ -34,8 +37,10 @@ from .agent_policy import Policy
 from .backend import BACKENDS, MemoryBackend
 from .blas import single_blas_thread
 from .collaborative import CollaborativeBackend
+from .controls import NoMergeBackend, RecallOff
 from .g_memory import GMemoryBackend
 from .generative_agents import GenerativeAgentsBackend
+from .goals import seek_lists
 from .kernel import Kernel, RoundLog
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
@@ -50,10 +55,12 @@ from .stm import CACHE_POLICIES
 from .variation import Variation
 from .world import World
 
-__all__ = ["run", "make_backend", "HORIZON"]
+__all__ = ["run", "make_backend", "HORIZON", "HORIZON_SEEDS"]
 
 #: Rounds of the horizon re-runs.
 HORIZON = (10, 20, 40)
+#: Policy seeds the horizon re-runs average over.
+HORIZON_SEEDS = 3
 
 
 def make_backend(
@@ -68,25 +75,20 @@ def make_backend(
 ) -> MemoryBackend:
     """A fresh backend called ``name`` (one of :data:`BACKENDS`)."""
     if name == "consensus":
+        if not merging:  # the merge_off control: the consensus design without its merge step
+            return NoMergeBackend(embed.dim)
         from .consensus import ConsensusBackend
 
-        path = store_dir / f"consensus-{merge_policy}" if merging else store_dir / "consensus-no-merge"
-        return ConsensusBackend(path, embed.dim, judge=judge, merging=merging, merge_policy=merge_policy)
+        return ConsensusBackend(
+            store_dir / f"consensus-{merge_policy}", embed.dim, judge=judge, merge_policy=merge_policy
+        )
     if name == "generative_agents":
         return GenerativeAgentsBackend(embed, embed.dim)
     if name == "g_memory":
         return GMemoryBackend(embed, embed.dim)
     if name == "collaborative":
-        return CollaborativeBackend(embed.dim, grant=_co_present(world))
+        return CollaborativeBackend(embed.dim)
     raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
-
-
-def _co_present(world: World) -> Callable[[str, int], list[str]]:
-    def co_present(owner: str, _round: int) -> list[str]:
-        # The access-control layer grants a row to whoever shares the room.
-        return world.present(world.agents[owner].place) if owner in world.agents else []
-
-    return co_present
 
 
 @dataclass
@@ -128,10 +130,14 @@ class _Runner:
         progress: bool,
         replay: SourceReplay,
         base: World,
+        seeded: Callable[[int], Policy] | None = None,
     ) -> None:
         self.play, self.embed, self.store_dir = play, embed, store_dir
         self.judge, self.policy, self.variation = judge, policy, variation
         self.progress, self.replay, self.base = progress, replay, base
+        self.seeded = seeded  # the default policy at another seed (horizon re-runs), or None
+        # Whom each agent seeks after the source: from the source, the same for every backend.
+        self.seek = seek_lists(base, base.events)
 
     def sediment(
         self, name: str, label: str, *, merging: bool = True, merge_policy: str = "keep_shorter"
@@ -158,15 +164,27 @@ class _Runner:
         else:
             # The embedder (and its cache) is shared, never copied.
             backend = copy.deepcopy(sed.backend, {id(self.embed): self.embed})
-            if isinstance(backend, CollaborativeBackend):
-                backend.grant = _co_present(world)
         return world, backend, ledger
 
-    def run(self, sed: _Sedimented, rounds: int, label: str, *, cache_policy: str) -> _Run:
+    def run(
+        self,
+        sed: _Sedimented,
+        rounds: int,
+        label: str,
+        *,
+        cache_policy: str,
+        seed: int | None = None,
+        recall_off: bool = False,
+    ) -> _Run:
+        """A run of ``rounds`` rounds from a copy of ``sed``; ``seed`` picks another policy seed
+        (the default policy only), ``recall_off`` the control whose recall returns nothing."""
         world, backend, ledger = self.fork(sed)
+        if recall_off:
+            backend = RecallOff(backend)
+        policy = self.policy() if seed is None or self.seeded is None else self.seeded(seed)
         kernel = Kernel(
             world,
-            self.policy(),
+            policy,
             backend,
             self.embed,
             cache_policy=cache_policy,
@@ -174,7 +192,8 @@ class _Runner:
             ledger=ledger,
         )
         kernel.logs.append(sed.log)
-        kernel._read = {a: len(world.threads.get(ag.place or "", [])) for a, ag in world.agents.items()}
+        kernel.start_after_source()
+        kernel.set_goals(self.seek)
         bar = Progress(label, rounds, enabled=self.progress)
         t0 = time.perf_counter()
         kernel.run(rounds, lambda log: bar.update(log.round, f"{log.records:,} entries"))
@@ -217,9 +236,11 @@ def run(
     policy_name: str = "memory",
     ablation: bool = True,
     horizon: Sequence[int] = HORIZON,
+    horizon_seeds: int = HORIZON_SEEDS,
     cache_policy: str = "hybrid",
     cache_rows: bool = True,
     keep_names: bool = True,
+    keep_store: bool = False,
     seed: int = 0,
     variation: float = 0.5,
     progress: bool = True,
@@ -231,7 +252,11 @@ def run(
     :class:`~.account_judge.AccountJudge`, lexical, or with scores when the
     embedder is MiniLM). ``policy``: a factory ``() -> Policy`` (default: the
     seeded :class:`~.memory_policy.MemoryPolicy`), named ``policy_name`` in
-    the report. ``out=None`` writes no files.
+    the report. ``horizon_seeds``: how many policy seeds the horizon re-runs
+    average over (the default policy only). ``keep_store``: keep the main
+    run's consensus store at ``OUT/store``. ``out=None`` writes no files.
+    ``ablation`` is kept for callers of earlier versions: the merging-off
+    run is the ``merge_off`` control, which always runs beside consensus.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
@@ -240,6 +265,10 @@ def run(
         raise ValueError(f"backends must be a non-empty subset of {BACKENDS}, got {list(backends)}")
     if cache_policy not in CACHE_POLICIES:
         raise ValueError(f"cache_policy must be one of {CACHE_POLICIES}, got {cache_policy!r}")
+    if horizon_seeds < 1:
+        raise ValueError(f"horizon_seeds must be at least 1, got {horizon_seeds}")
+    if keep_store and out is None:
+        raise ValueError("keep_store needs an out directory")
     var = Variation(variation, seed)
     play = world if isinstance(world, Play) else load_play(world)
     embed = get_embedder(embedder)
@@ -256,6 +285,7 @@ def run(
             return judge
 
     make_policy = policy if policy is not None else (lambda: MemoryPolicy(seed))
+    seeded: Callable[[int], Policy] | None = None if policy is not None else (lambda s: MemoryPolicy(s))
     hz = sorted({h for h in horizon if h <= rounds} | {rounds})
 
     base = World.of(play.title, play.cast, play.places)
@@ -273,6 +303,7 @@ def run(
         progress=progress,
         replay=replay,
         base=base,
+        seeded=seeded,
     )
     people = People(play.cast)
     metrics: dict[str, Any] = {
@@ -289,30 +320,21 @@ def run(
         "merge_policy": "keep_shorter",
         "source_events": source_events,
         "backends": {},
+        "controls": {},
         "ablation": {},
         "horizon": {"rounds": hz},
         "cache": {},
     }
     data = ReportData(agents=list(play.cast))
+    opts = _Options(rounds, cache_policy, cache_rows, keep_names, hz, horizon_seeds if seeded else 1)
+    kept = Path(out) / "store" if keep_store and out is not None else None
+    events: list[dict[str, Any]] = []
     t_all = time.perf_counter()
     try:
         with single_blas_thread():
             for i, name in enumerate(backends, 1):
                 _run_backend(
-                    runner,
-                    name,
-                    f"[{i}/{len(backends)}] {name:<18}",
-                    i == 1,
-                    rounds,
-                    cache_policy,
-                    cache_rows,
-                    keep_names,
-                    ablation,
-                    hz,
-                    people,
-                    metrics,
-                    data,
-                    source_events,
+                    runner, name, f"[{i}/{len(backends)}] {name:<18}", i == 1, opts, people, metrics, data, kept, events
                 )
     finally:
         shutil.rmtree(store_dir, ignore_errors=True)
@@ -322,9 +344,36 @@ def run(
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
         (out_dir / "report.html").write_text(render_report(metrics, data), encoding="utf-8")
+        with open(out_dir / "events.jsonl", "w", encoding="utf-8") as f:
+            for line in events:
+                f.write(json.dumps(line) + "\n")
         if progress:
-            print(f"wrote {out_dir / 'report.html'} and {out_dir / 'metrics.json'}", file=sys.stderr)
+            print(f"wrote {out_dir / 'report.html'}, metrics.json and events.jsonl", file=sys.stderr)
+            if kept is not None:
+                print(f"kept the consensus store at {kept} (agentsensus stats {kept})", file=sys.stderr)
     return metrics
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What every backend's runs share."""
+
+    rounds: int
+    cache_policy: str
+    cache_rows: bool
+    keep_names: bool
+    horizon: list[int]
+    seeds: int
+
+
+def _event_lines(logs: Sequence[RoundLog], backend: str) -> list[dict[str, Any]]:
+    """One line per action after the source: who did what, and the rows its deposit returned."""
+    return [
+        {"round": d.round, "agent": d.agent, "action": d.action, "backend": backend, "deposited": list(d.deposited)}
+        for log in logs
+        if log.round >= 1
+        for d in log.acted
+    ]
 
 
 def _run_backend(
@@ -332,32 +381,29 @@ def _run_backend(
     name: str,
     label: str,
     first: bool,
-    rounds: int,
-    cache_policy: str,
-    cache_rows: bool,
-    keep_names: bool,
-    ablation: bool,
-    hz: list[int],
+    opts: _Options,
     people: People,
     metrics: dict[str, Any],
     data: ReportData,
-    source_events: int,
+    kept: Path | None,
+    events: list[dict[str, Any]],
 ) -> None:
-    """Sediment one backend, run it, and (for consensus) its extra runs."""
+    """Sediment one backend, run it, and (for consensus) its extra runs and controls."""
     sed = runner.sediment(name, label)
-    main = runner.run(sed, rounds, f"{label} {rounds} rounds", cache_policy=cache_policy)
+    main = runner.run(sed, opts.rounds, f"{label} {opts.rounds} rounds", cache_policy=opts.cache_policy)
     try:
         appear = _appear(main.world)
         m = backend_metrics(
             main.logs, main.backend.graph(), main.backend.stats(), main.ledger, appear, people, main.seconds
         )
         metrics["backends"][name] = m
+        events.extend(_event_lines(main.logs, name))
         if first:
             metrics["rounds"] = main.logs[-1].round
             metrics["agents"] = len(appear)
-            metrics["events"] = len(main.world.events) - source_events
+            metrics["events"] = len(main.world.events) - len(runner.base.events)
             metrics["stopped"] = main.stopped
-            data.interactions = _interactions(main.world, source_events)
+            data.interactions = _interactions(main.world, len(runner.base.events))
             data.source_interactions = _interactions(main.world, 0)
         if name == "consensus":
             m["judge"] = {
@@ -368,18 +414,26 @@ def _run_backend(
                 "sim_recall": main.ledger.sim_score.recall,
                 "sim_merges": main.ledger.sim_score.merges,
             }
-            m["merge_cost"] = {"keep_shorter": name_loss(main.merges, people)}
+            m["merge_cost"] = {"keep_shorter": name_loss(main.merges, people, main.ledger)}
             data.memory, data.memory_backend = main.backend.graph(), name
             data.texts = _texts(main.backend, data.memory)
             data.appear = appear
-            _consensus_extras(
-                runner, sed, main, m, metrics, people, hz, rounds, cache_policy, cache_rows, keep_names, ablation, label
-            )
+            _consensus_extras(runner, sed, m, metrics, people, opts, label)
         else:
-            metrics["horizon"].setdefault(name, {})[str(rounds)] = _horizon_row(m)
+            metrics["horizon"].setdefault(name, {})[str(opts.rounds)] = _horizon_row(m)
     finally:
         main.backend.close()
         sed.backend.close()
+    if kept is not None and name == "consensus":
+        _keep(Path(main.backend.path), kept)
+
+
+def _keep(store: Path, dest: Path) -> None:
+    """The main run's (closed) consensus store, copied to ``dest`` for the CLI's read verbs."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(store, dest)
 
 
 def _horizon_row(m: dict[str, Any]) -> dict[str, Any]:
@@ -394,27 +448,37 @@ def _horizon_row(m: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _control_row(m: dict[str, Any]) -> dict[str, Any]:
+    keys = ("sediment", "sim", "total", "sim_shared", "sim_shared_pct", "sim_three_plus", "sim_max_owners")
+    row = {k: m[k] for k in keys}
+    row["actions"] = m["actions"]
+    row["recalls"] = m["recalls"]
+    row["says"] = m["says"]
+    return row
+
+
 def _texts(backend: Any, graph: Any) -> dict[int, str]:
     get = getattr(backend, "text_of", None)
     return {rid: get(rid) for rid in graph.owners} if callable(get) else {}
 
 
+def _mean_sd(values: list[float]) -> dict[str, Any]:
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+    return {"mean": round(mean, 2), "sd": round(sd, 2), "values": values}
+
+
 def _consensus_extras(
     runner: _Runner,
     sed: _Sedimented,
-    main: _Run,
     m: dict[str, Any],
     metrics: dict[str, Any],
     people: People,
-    hz: list[int],
-    rounds: int,
-    cache_policy: str,
-    cache_rows: bool,
-    keep_names: bool,
-    ablation: bool,
+    opts: _Options,
     label: str,
 ) -> None:
-    """Table 3's cache rows, the horizon re-runs, keep_names and the ablation."""
+    """Table 3's cache rows, the horizon re-runs over seeds, keep_names and the two controls."""
+    rounds, cache_policy = opts.rounds, opts.cache_policy
     metrics["horizon"]["consensus"] = {str(rounds): _horizon_row(m)}
     metrics["cache"][cache_policy] = {
         "sim": m["sim"],
@@ -431,7 +495,7 @@ def _consensus_extras(
         finally:
             r.backend.close()
 
-    if cache_rows:
+    if opts.cache_rows:
         for cp in CACHE_POLICIES:
             if cp != cache_policy:
                 x = measured(runner.run(sed, rounds, f"{label} cache {cp:<9}", cache_policy=cp))
@@ -441,49 +505,72 @@ def _consensus_extras(
                     "sim_shared": x["sim_shared"],
                     "actions": x["actions"],
                 }
-    for h in hz:
-        if h != rounds:
-            metrics["horizon"]["consensus"][str(h)] = _horizon_row(
-                measured(runner.run(sed, h, f"{label} horizon {h:<3}", cache_policy=cache_policy))
-            )
+    # The horizon: every length re-run from the sediment, at every policy seed (seed 0 is the main run's).
+    by_seed: dict[str, dict[str, list[float]]] = {str(h): {"sim": [], "sim_shared_pct": []} for h in opts.horizon}
+    base_seed = int(metrics["seed"])
+    for s in range(opts.seeds):
+        for h in opts.horizon:
+            if s == 0 and h == rounds:
+                row = _horizon_row(m)
+            else:
+                tag = f"{label} horizon {h:<3}" + (f" seed {base_seed + s}" if s else "")
+                run_seed = base_seed + s if s else None
+                row = _horizon_row(measured(runner.run(sed, h, tag, cache_policy=cache_policy, seed=run_seed)))
+            if s == 0:
+                metrics["horizon"]["consensus"][str(h)] = row
+            by_seed[str(h)]["sim"].append(row["sim"])
+            by_seed[str(h)]["sim_shared_pct"].append(row["sim_shared_pct"])
     metrics["horizon"]["consensus"] = dict(sorted(metrics["horizon"]["consensus"].items(), key=lambda kv: int(kv[0])))
-    if keep_names:
+    summary = {h: {k: _mean_sd(v) for k, v in cols.items()} for h, cols in by_seed.items()}
+    means = [summary[str(h)]["sim_shared_pct"]["mean"] for h in opts.horizon]
+    metrics["horizon"]["seeds"] = {
+        "seeds": [base_seed + s for s in range(opts.seeds)],
+        "consensus": summary,
+        "sharing_rises": all(b > a for a, b in zip(means, means[1:])) if len(means) > 1 else None,
+    }
+    if opts.keep_names:
         sed_kn = runner.sediment("consensus", f"{label} keep_names", merge_policy="keep_names")
         try:
             kn = runner.run(sed_kn, rounds, f"{label} keep_names {rounds} rounds", cache_policy=cache_policy)
             try:
-                m["merge_cost"]["keep_names"] = name_loss(kn.merges, people)
+                m["merge_cost"]["keep_names"] = name_loss(kn.merges, people, kn.ledger)
             finally:
                 kn.backend.close()
         finally:
             sed_kn.backend.close()
     m["name_loss"] = {k: v["fraction"] for k, v in m["merge_cost"].items()}
-    if ablation:
-        sed_off = runner.sediment("consensus", f"{label} merging off", merging=False)
-        try:
-            off = measured(
-                runner.run(sed_off, rounds, f"{label} merging off {rounds} rounds", cache_policy=cache_policy)
-            )
-        finally:
-            sed_off.backend.close()
-        keys = (
-            "sediment",
-            "sim",
-            "total",
-            "shared",
-            "three_plus",
-            "max_owners",
-            "linked",
-            "shared_pct",
-            "sim_shared",
-            "sim_shared_pct",
-            "sim_linked_pct",
-            "remember_ms_p50",
-            "recall_ms_p50",
-            "growth",
-        )
-        metrics["ablation"] = {
-            "merging_on": {k: m[k] for k in keys},
-            "merging_off": {k: off[k] for k in keys},
-            "growth_factor": round(off["total"] / m["total"], 3) if m["total"] else None,
-        }
+    # The controls: recall returns nothing; a store that never merges.
+    off_recall = measured(
+        runner.run(sed, rounds, f"{label} control recall_off", cache_policy=cache_policy, recall_off=True)
+    )
+    sed_off = runner.sediment("consensus", f"{label} control merge_off", merging=False)
+    try:
+        off = measured(runner.run(sed_off, rounds, f"{label} control merge_off", cache_policy=cache_policy))
+    finally:
+        sed_off.backend.close()
+    metrics["controls"] = {
+        "recall_off": {"consensus": _control_row(off_recall)},
+        "merge_off": {"consensus": _control_row(off)},
+    }
+    keys = (
+        "sediment",
+        "sim",
+        "total",
+        "shared",
+        "three_plus",
+        "max_owners",
+        "linked",
+        "shared_pct",
+        "sim_shared",
+        "sim_shared_pct",
+        "sim_linked_pct",
+        "remember_ms_p50",
+        "recall_ms_p50",
+        "growth",
+    )
+    metrics["ablation"] = {
+        "merging_on": {k: m[k] for k in keys},
+        "merging_off": {k: off[k] for k in keys},
+        "growth_factor": round(off["total"] / m["total"], 3) if m["total"] else None,
+        "sim_factor": round(off["sim"] / m["sim"], 3) if m["sim"] else None,
+    }

@@ -66,11 +66,20 @@ def build_parser(prog: str = _PROG) -> argparse.ArgumentParser:
         help="the environment variable holding the endpoint's key (default: OPENAI_API_KEY)",
     )
     p.add_argument("--out", default="./agentsensus-report", help="output directory (default: ./agentsensus-report)")
-    p.add_argument("--no-ablation", action="store_true", help="skip the merging-off run of the consensus store")
+    p.add_argument(
+        "--no-ablation",
+        action="store_true",
+        help="accepted for compatibility; the merging-off run is now the merge_off control, which always runs",
+    )
+    p.add_argument(
+        "--keep-store",
+        action="store_true",
+        help="keep the main run's consensus store at OUT/store, for agentsensus stats | show | recall",
+    )
     p.add_argument(
         "--quick",
         action="store_true",
-        help="only the main run per backend: no cache rows, horizon re-runs, keep_names or ablation",
+        help="only the main run per backend and the two controls: no cache rows, horizon re-runs or keep_names",
     )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     ray = p.add_argument_group("on a Ray cluster (the ray extra; sim/ray_runner.py, docs/scale.md)")
@@ -147,6 +156,8 @@ def cli_main(argv: list[str]) -> int:
         cache_rows=not quick,
         keep_names=not quick,
         horizon=() if quick else (10, 20, 40),
+        horizon_seeds=1 if quick else 3,
+        keep_store=args.keep_store,
         cache_policy=args.cache,
         seed=args.seed,
         variation=args.variation,
@@ -212,12 +223,14 @@ def _summary(metrics: dict) -> None:  # type: ignore[type-arg]
         f"{metrics['world']}: {metrics['source_events']:,} source events, {metrics['rounds']} rounds "
         f"({metrics['seconds']:.0f} s)"
     )
-    print(f"{'backend':<18} {'sediment':>8} {'sim':>6} {'total':>7} {'sim shared':>11} {'grounded':>9}")
-    for name, m in metrics["backends"].items():
-        g = m["grounding"]["traced"]
+    print(f"{'backend':<24} {'sediment':>8} {'sim':>6} {'total':>7} {'sim shared':>11} {'recalls':>8}")
+    rows = list(metrics["backends"].items()) + [
+        (f"consensus {c}", runs["consensus"]) for c, runs in metrics.get("controls", {}).items()
+    ]
+    for name, m in rows:
         print(
-            f"{name:<18} {m['sediment']:>8} {m['sim']:>6} {m['total']:>7} {m['sim_shared_pct']:>10.1f}% "
-            f"{'-' if g is None else f'{100 * g:.0f}%':>9}"
+            f"{name:<24} {m['sediment']:>8} {m['sim']:>6} {m['total']:>7} {m['sim_shared_pct']:>10.1f}% "
+            f"{m['recalls']:>8}"
         )
     j = metrics["backends"].get("consensus", {}).get("judge")
     if j:

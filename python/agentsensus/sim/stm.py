@@ -9,11 +9,26 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CACHE_POLICIES", "GoalStack", "StatusRegister", "CacheEntry", "ActionCache", "ShortTermMemory"]
+__all__ = [
+    "CACHE_POLICIES",
+    "GoalStack",
+    "StatusRegister",
+    "CacheEntry",
+    "ActionCache",
+    "Recalled",
+    "Question",
+    "ShortTermMemory",
+    "GOAL_FIND",
+]
+
+#: A goal to find someone: ``"find Laertes"``.
+GOAL_FIND = "find "
 
 CACHE_POLICIES = ("fifo", "relevance", "hybrid")
 #: How many rounds an agent remembers who was with it.
 WITH_ROUNDS = 12
+#: How many rounds recalled rows, sightings and open questions stay in short-term memory.
+HOLD_ROUNDS = 6
 
 
 class GoalStack:
@@ -124,9 +139,40 @@ class ActionCache:
         return len(self.entries)
 
 
+@dataclass(frozen=True)
+class Recalled:
+    """A row long-term memory returned, held in short-term memory for a few rounds.
+
+    ``made``: the round the row was made in (its recency, read from the
+    store, not from its text); ``held``: the round it was recalled in."""
+
+    text: str
+    made: int
+    held: int
+    via: str = "hit"
+    id: int = -1  # the row's id in the backend (for provenance)
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question someone asked the agent: who asked, about whom, in which round."""
+
+    asker: str
+    subject: str
+    round: int
+
+
 @dataclass
 class ShortTermMemory:
-    """An agent's working state between rounds."""
+    """An agent's working state between rounds.
+
+    Long-term memory is reached through it: what a recall returns is held
+    here (``recalled``) for ``HOLD_ROUNDS`` rounds, and a decision recalls
+    only when what is held lacks what the decision needs (the policy says
+    what, see ``MemoryPolicy.recall_need``). What the agent perceives without
+    acting (who it saw where, what was said to it) stays here and is never
+    deposited: only the results of its own actions are.
+    """
 
     goals: GoalStack = field(default_factory=GoalStack)
     status: StatusRegister = field(default_factory=StatusRegister)
@@ -134,12 +180,31 @@ class ShortTermMemory:
     heard: list[str] = field(default_factory=list)  # what reached it last round
     # Who witnessed with it what it witnessed, per recent round (the last ``WITH_ROUNDS``).
     seen_with: dict[int, set[str]] = field(default_factory=dict)
+    recalled: list[Recalled] = field(default_factory=list)
+    # person -> (place, round): where it last saw or read of someone.
+    whereabouts: dict[str, tuple[str, int]] = field(default_factory=dict)
+    questions: list[Question] = field(default_factory=list)  # asked of it, not yet answered
+    # What its reading actions (read_thread, observe) last returned: (round, core of each item).
+    learned: list[tuple[int, str]] = field(default_factory=list)
+    associates: list[str] = field(default_factory=list)  # whom it seeks, in turn (its goals' people)
 
     def saw_with(self, round: int, people: set[str]) -> None:
         """Remembers who else witnessed what it witnessed in ``round`` (recent rounds only)."""
         self.seen_with.setdefault(round, set()).update(people)
         for old in [r for r in self.seen_with if r <= round - WITH_ROUNDS]:
             del self.seen_with[old]
+
+    def hold(self, rows: list[Recalled], round: int) -> None:
+        """Holds freshly recalled rows (newest first), dropping what is older than ``HOLD_ROUNDS``."""
+        fresh = {r.text for r in rows}
+        kept = [r for r in self.recalled if r.held > round - HOLD_ROUNDS and r.text not in fresh]
+        self.recalled = (list(rows) + kept)[:16]
+
+    def forget_stale(self, round: int) -> None:
+        """Drops open questions and readings older than ``HOLD_ROUNDS``."""
+        self.questions = [q for q in self.questions if q.round > round - HOLD_ROUNDS]
+        self.learned = [x for x in self.learned if x[0] > round - HOLD_ROUNDS]
+        self.recalled = [r for r in self.recalled if r.held > round - HOLD_ROUNDS]
 
     def focus_text(self) -> str:
         """What the agent has in mind: the last thing heard, else its goal."""
