@@ -37,8 +37,10 @@ from .collaborative import CollaborativeBackend
 from .g_memory import GMemoryBackend
 from .generative_agents import GenerativeAgentsBackend
 from .kernel import Kernel, RoundLog
+from .machine import describe_machine, load_average
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
+from .out_dir import check_out
 from .play import Play
 from .plays import load_play
 from .progress import Progress
@@ -240,6 +242,9 @@ def run(
         raise ValueError(f"backends must be a non-empty subset of {BACKENDS}, got {list(backends)}")
     if cache_policy not in CACHE_POLICIES:
         raise ValueError(f"cache_policy must be one of {CACHE_POLICIES}, got {cache_policy!r}")
+    if out is not None:
+        check_out(out)  # a bad out is refused now, not after the whole run
+    machine = describe_machine()
     var = Variation(variation, seed)
     play = world if isinstance(world, Play) else load_play(world)
     embed = get_embedder(embedder)
@@ -292,6 +297,7 @@ def run(
         "ablation": {},
         "horizon": {"rounds": hz},
         "cache": {},
+        "machine": machine,
     }
     data = ReportData(agents=list(play.cast))
     t_all = time.perf_counter()
@@ -317,6 +323,7 @@ def run(
     finally:
         shutil.rmtree(store_dir, ignore_errors=True)
     metrics["seconds"] = round(time.perf_counter() - t_all, 2)
+    machine["load_end"] = load_average()
     if out is not None:
         out_dir = Path(out)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -359,6 +366,7 @@ def _run_backend(
             metrics["stopped"] = main.stopped
             data.interactions = _interactions(main.world, source_events)
             data.source_interactions = _interactions(main.world, 0)
+            data.appear, data.dead = appear, {a for a, ag in main.world.agents.items() if not ag.alive}
         if name == "consensus":
             m["judge"] = {
                 "precision": main.ledger.score.precision,
