@@ -167,7 +167,7 @@ def _machine(m: Mapping[str, Any], seconds: Any) -> str:
     cores = f"{m.get('cores')} logical cores"
     if m.get("usable_cores") not in (None, m.get("cores")):
         cores += f" ({m['usable_cores']} usable)"
-    took = f"; the run took {seconds:,.0f} s" if isinstance(seconds, (int, float)) else ""
+    took = f"; the run took {seconds:,.{0 if seconds >= 10 else 1}f} s" if isinstance(seconds, (int, float)) else ""
     return escape(
         f"Machine: {m.get('cpu') or 'unknown CPU'}, {cores}, {m.get('python')} on {m.get('platform')}; "
         f"load average (1 / 5 / 15 min) {load(m.get('load_start'))} at the start, "

@@ -167,8 +167,9 @@ def memory_figure(g: MemoryGraph, texts: dict[int, str], limit: int = 300, backe
         f"{shown.capitalize()}{' of ' + escape(backend) if backend else ''}, coloured by "
         f"{_plural(clusters, 'cluster')} (label propagation); "
         + (
-            f"the {_plural(len(notes), 'largest', 'largest')} (3 entries or more, among the first 6) are numbered and "
-            "labelled below the graph with their most-owned record's whole text and owners; "
+            f"{_plural(len(notes), 'cluster')} of 3 entries or more among the {min(clusters, 6)} largest "
+            f"{'is' if len(notes) == 1 else 'are'} numbered, and labelled under the graph with its most-owned "
+            "record's whole text and owners; "
             if notes
             else "no cluster has 3 entries, so none is labelled; "
         )
@@ -200,7 +201,7 @@ def heatmap_figure(g: MemoryGraph, agents: list[str], appear: set[str], top: int
     who = (
         f"all {_plural(len(chosen), 'agent')} who appear and own a record"
         if len(chosen) == len(counts)
-        else f"the {len(chosen)} of the {len(counts)} agents who appear and own a record that own most"
+        else f"the {len(chosen)} agents who own most records (of the {len(counts)} who appear and own one)"
     )
     caption = (
         f"Cell (a, b): records of {escape(backend or 'the store')} owned by both a and b, for {who}. "
