@@ -11,7 +11,6 @@ from html import unescape as html_unescape
 import pytest
 from agentsensus.sim.backend import MemoryGraph
 from agentsensus.sim.kernel import RoundLog
-from agentsensus.sim.layout import overlap, text_box
 from agentsensus.sim.metrics import People, latency_bins, name_loss, percentile
 from agentsensus.sim.plays import load_play
 from agentsensus.sim.report_figures import heatmap_figure, interaction_figure, memory_figure
@@ -233,6 +232,8 @@ def test_captions_count_a_three_character_world(tmp_path, three_file) -> None:  
 
 
 def _label_boxes(svg_text: str) -> list[tuple[str, tuple[float, float, float, float]]]:
+    from agentsensus.sim.layout import text_box
+
     out = []
     for x, y, size, text in re.findall(
         r'<text class="label" x="([\d.-]+)" y="([\d.-]+)" font-size="([\d.]+)">([^<]*)</text>', svg_text
@@ -242,6 +243,8 @@ def _label_boxes(svg_text: str) -> list[tuple[str, tuple[float, float, float, fl
 
 
 def test_interaction_graph_draws_everyone_and_no_label_overlaps() -> None:
+    from agentsensus.sim.layout import overlap
+
     cast = load_play("hamlet").cast
     talkers = cast[:-4]  # the last four appear but say nothing
     inter = {(a, talkers[(i + k) % len(talkers)]): 1 + k for i, a in enumerate(talkers) for k in (1, 2, 3)}
