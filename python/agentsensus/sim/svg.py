@@ -242,7 +242,7 @@ def graph(
                 f'rx="3" fill="#fff" stroke="{colour}"/><text class="mark" x="{(box[0] + box[2]) / 2:.1f}" '
                 f'y="{box[1] + 1 + 0.95 * 12:.1f}" text-anchor="middle" font-weight="bold" fill="{colour}">{n}</text>'
             )
-        y = height + 4
+        y: float = height + 4
         for num, line, colour in key_lines:
             y += key_size * 1.35
             out.append(
@@ -269,7 +269,9 @@ def heatmap(matrix: npt.NDArray[np.float64], labels: Sequence[str], *, title: st
     n = len(labels)
     left = top = 130
     size = left + n * cell + 90  # the slanted column labels run past the last column
-    out = _open(size + 150, max(size, top + 150), title)
+    # Wide enough for the title, and never so small that the page scales a few cells up to giants.
+    width = max(size + 150, 560, int(text_width(title, 12) * 1.1) + 16)
+    out = _open(width, max(size, top + 150), title)
     out.append(f'<text x="8" y="18" font-weight="bold">{escape(title)}</text>')
     vmax = float(matrix.max()) if n and matrix.max() > 0 else 1.0
     # The colour scale: white (0) to blue (the largest count), square-root spaced.
