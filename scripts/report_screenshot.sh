@@ -5,8 +5,10 @@
 #
 # Usage: scripts/report_screenshot.sh [REPORT_HTML] [OUT_PNG]
 #   REPORT_HTML  a report to render; when absent, the default run
-#                (`agentsensus simulate`, Hamlet) writes one into a
-#                temporary directory first (a few minutes on two cores)
+#                (`agentsensus simulate`, Hamlet, by $PYTHON, default
+#                python3: set PYTHONPATH=python to run this checkout's code)
+#                writes one into a temporary directory first (about two
+#                minutes on two cores)
 #   OUT_PNG      default: docs/img/report.png
 # Environment: WIDTH and HEIGHT (default 1100 x 1350, the window the README's
 # picture has), CHROMIUM (the browser to run; default: the first of chromium,
@@ -31,8 +33,8 @@ fi
 TMP=$(mktemp -d /tmp/agentsensus-shot.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 if [ -z "$REPORT" ]; then
-    command -v agentsensus >/dev/null 2>&1 || die "agentsensus is not on PATH to write a report (or give REPORT_HTML)"
-    agentsensus simulate --out "$TMP/report" --quiet
+    "${PYTHON:-python3}" -m agentsensus.cli simulate --out "$TMP/report" --quiet \
+        || die "the default run failed (is agentsensus importable by ${PYTHON:-python3}? or give REPORT_HTML)"
     REPORT=$TMP/report/report.html
 fi
 [ -f "$REPORT" ] || die "$REPORT is not a file"
