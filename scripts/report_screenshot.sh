@@ -7,8 +7,8 @@
 #   REPORT_HTML  a report to render; when absent, the default run
 #                (`agentsensus simulate`, Hamlet, by $PYTHON, default
 #                python3: set PYTHONPATH=python to run this checkout's code)
-#                writes one into a temporary directory first (about two
-#                minutes on two cores)
+#                writes one into a temporary directory first (2-3 minutes
+#                on two busy cores; the screenshot itself takes 2 s)
 #   OUT_PNG      default: docs/img/report.png
 # Environment: WIDTH and HEIGHT (default 1100 x 1350, the window the README's
 # picture has), CHROMIUM (the browser to run; default: the first of chromium,
