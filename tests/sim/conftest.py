@@ -107,6 +107,48 @@ The rest is silence, my good friend.
 _Dies_
 """
 
+# Three characters, two scenes: a world small enough that any count a caption
+# states of it can be checked against 3.
+THREE_PLAY = """\
+# Three in a Garden
+
+## ACT I
+
+### SCENE I. A garden by the river.
+
+_Enter ANNA, BERTRAM and CELIA_
+
+**ANNA**  
+The roses bloom early this year along the river wall.
+
+**BERTRAM**  
+The gardener says the frost is over and the swallows are back.
+
+**CELIA**  
+Then let us walk down to the fountain before the rain.
+
+_Exeunt_
+
+### SCENE II. The fountain in the square.
+
+_Enter ANNA, BERTRAM and CELIA_
+
+**BERTRAM**  
+The water runs clear again since the mason mended the basin.
+
+**ANNA**  
+I lost my ring here last summer, a silver ring with a blue stone.
+
+**CELIA**  
+_\\[To ANNA]_  
+I found a silver ring by the basin and gave it to the mason.
+
+**BERTRAM**  
+Then the mason has your ring, Anna; we will ask him tomorrow.
+
+_Exeunt_
+"""
+
 
 @pytest.fixture(scope="session")
 def tiny_text() -> str:
@@ -122,6 +164,14 @@ def tiny_play() -> Play:
 def tiny_file(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.md"
     path.write_text(TINY_PLAY, encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def three_file(tmp_path: Path) -> Path:
+    """A play of three characters (Anna, Bertram, Celia) as a file."""
+    path = tmp_path / "three.md"
+    path.write_text(THREE_PLAY, encoding="utf-8")
     return path
 
 

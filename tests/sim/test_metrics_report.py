@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
+from html import unescape as html_unescape
 
 import pytest
+from agentsensus.sim.backend import MemoryGraph
 from agentsensus.sim.kernel import RoundLog
 from agentsensus.sim.metrics import People, latency_bins, name_loss, percentile
+from agentsensus.sim.plays import load_play
+from agentsensus.sim.report_figures import heatmap_figure, interaction_figure, memory_figure
 from agentsensus.sim.runner import run
 from agentsensus.sim.simulate_cli import cli_main
 
@@ -199,3 +205,98 @@ def test_run_rejects_bad_arguments(tiny_file) -> None:  # type: ignore[no-untype
     for kw in ({"rounds": 0}, {"backends": ("mem0",)}, {"cache_policy": "lru"}, {"variation": 1.5}):
         with pytest.raises(ValueError):
             run(world=str(tiny_file), out=None, progress=False, **kw)  # type: ignore[arg-type]
+
+
+def test_metrics_and_report_record_the_machine(tiny_run) -> None:  # type: ignore[no-untyped-def]
+    m, out = tiny_run
+    mach = m["machine"]
+    assert set(mach) >= {"cpu", "cores", "python", "platform", "load_start", "load_end"}
+    assert mach["cores"] == os.cpu_count() and platform.python_version() in mach["python"]
+    if hasattr(os, "getloadavg"):
+        for key in ("load_start", "load_end"):
+            assert len(mach[key]) == 3 and all(x >= 0 for x in mach[key]), key
+    html = (out / "report.html").read_text()
+    line = re.search(r"<p class='note machine'>Machine: (.*?)</p>", html)
+    assert line is not None
+    assert mach["cpu"] in line.group(1) and f"{mach['cores']} logical cores" in line.group(1)
+    assert "at the start" in line.group(1) and "at the end" in line.group(1)
+
+
+def test_captions_count_a_three_character_world(tmp_path, three_file) -> None:  # type: ignore[no-untyped-def]
+    m = run(
+        world=str(three_file),
+        rounds=6,
+        backends=("consensus",),
+        out=tmp_path,
+        progress=False,
+        ablation=False,
+        cache_rows=False,
+        keep_names=False,
+        horizon=(),
+    )
+    assert m["agents"] == 3
+    html = (tmp_path / "report.html").read_text()
+    notes = " ".join(re.findall(r"<p class='note[^']*'>(.*?)</p>", html, re.S))
+    assert "All 3 agents who appear" in notes  # the interaction graph
+    assert "for all 3 agents who appear and own a record" in notes  # the heatmap
+    assert "by all 3 agents who own a record" in notes  # the ownership bars
+    # No caption counts more agents than the world has.
+    assert all(int(n) <= 3 for n in re.findall(r"(\d+) agents", notes)), re.findall(r"\d+ agents", notes)
+    shown = re.search(r"All ([\d,]+) sim entries", notes)
+    assert shown is not None and int(shown.group(1)) == m["backends"]["consensus"]["sim"]
+
+
+def _label_boxes(svg_text: str) -> list[tuple[str, tuple[float, float, float, float]]]:
+    from agentsensus.sim.layout import text_box
+
+    out = []
+    for x, y, size, text in re.findall(
+        r'<text class="label" x="([\d.-]+)" y="([\d.-]+)" font-size="([\d.]+)">([^<]*)</text>', svg_text
+    ):
+        out.append((html_unescape(text), text_box(float(x), float(y), html_unescape(text), float(size))))
+    return out
+
+
+def test_interaction_graph_draws_everyone_and_no_label_overlaps() -> None:
+    from agentsensus.sim.layout import overlap
+
+    cast = load_play("hamlet").cast
+    talkers = cast[:-4]  # the last four appear but say nothing
+    inter = {(a, talkers[(i + k) % len(talkers)]): 1 + k for i, a in enumerate(talkers) for k in (1, 2, 3)}
+    fig = interaction_figure(inter, cast, appear=set(cast), dead=set(cast[-2:]))
+    boxes = _label_boxes(fig.svg)
+    assert sorted(name for name, _ in boxes) == sorted(cast)  # everyone who appears, each labelled once
+    width, height = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', fig.svg).groups())  # type: ignore[union-attr]
+    circles = [
+        (float(x) - float(r), float(y) - float(r), float(x) + float(r), float(y) + float(r))
+        for x, y, r in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)" r="([\d.]+)"[^>]*>(?:<title>)', fig.svg)
+    ]
+    assert len(circles) == len(cast)
+    for i, (a, box) in enumerate(boxes):
+        assert 0 <= box[0] and box[2] <= width and 0 <= box[1] and box[3] <= height, a
+        for b, other in boxes[i + 1 :]:
+            assert overlap(box, other) == 0, (a, b)
+        assert all(overlap(box, c) == 0 for c in circles), a
+    assert (
+        f"{len(talkers)} of them spoke or listened" in fig.caption
+        and "the other 4" in fig.caption
+        and "2 of them died" in fig.caption
+    )
+    assert f"All {len(cast)} agents who appear" in fig.caption
+
+
+def test_cluster_labels_are_whole_and_the_heatmap_names_its_scale_and_backend() -> None:
+    long = "Horatio told Marcellus that the ghost of the old king walked the platform again at midnight, armed"
+    g = MemoryGraph()
+    for rid in range(1, 7):
+        g.owners[rid] = frozenset({"Horatio", "Marcellus"} if rid == 1 else {"Horatio"})
+        g.rounds[rid] = 1
+    for rid in range(2, 7):
+        g.link(1, rid)
+    fig = memory_figure(g, {1: long}, backend="Consensus (agentsensus)")
+    key = " ".join(re.findall(r'<text class="key"[^>]*>.*?<tspan x="30">([^<]*)</tspan></text>', fig.svg))
+    assert long in html_unescape(key)
+    assert "All 6 sim entries of Consensus (agentsensus)" in fig.caption
+    heat = heatmap_figure(g, ["Horatio", "Marcellus"], {"Horatio", "Marcellus"}, backend="Consensus (agentsensus)")
+    assert "square-root scale" in heat.svg and "Consensus (agentsensus)" in heat.svg
+    assert "square root of the count" in heat.caption and "for all 2 agents" in heat.caption

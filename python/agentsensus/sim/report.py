@@ -91,6 +91,7 @@ class ReportData:
     memory_backend: str = ""
     texts: dict[int, str] = field(default_factory=dict)  # record id -> text (cluster labels)
     appear: set[str] = field(default_factory=set)  # agents who appear
+    dead: set[str] | None = None  # agents dead by the end of the first backend's run (None: not known)
 
 
 def _name(b: str) -> str:
@@ -150,12 +151,31 @@ def _head(metrics: Mapping[str, Any]) -> list[str]:
         + " · ".join(f"{k} <code>{escape(str(metrics.get(k2, '')))}</code>" for k, k2 in settings)
         + "</p>"
     )
+    if metrics.get("machine"):
+        p.append(f"<p class='note machine'>{_machine(metrics['machine'], metrics.get('seconds'))}</p>")
     if metrics.get("stopped"):
         p.append(f"<p class='note'>The run stopped early: {escape(metrics['stopped'])}.</p>")
     p.append("<h2>How this setting differs from the paper's</h2><ul>")
     p += [f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in SETTING]
     p.append("</ul>")
     return p
+
+
+def _machine(m: Mapping[str, Any], seconds: Any) -> str:
+    """One line: where the run measured, and how busy the machine was at its start and end."""
+
+    def load(v: Any) -> str:
+        return "unknown" if not v else " / ".join(f"{x:.2f}" for x in v)
+
+    cores = f"{m.get('cores')} logical cores"
+    if m.get("usable_cores") not in (None, m.get("cores")):
+        cores += f" ({m['usable_cores']} usable)"
+    took = f"; the run took {seconds:,.{0 if seconds >= 10 else 1}f} s" if isinstance(seconds, (int, float)) else ""
+    return escape(
+        f"Machine: {m.get('cpu') or 'unknown CPU'}, {cores}, {m.get('python')} on {m.get('platform')}; "
+        f"load average (1 / 5 / 15 min) {load(m.get('load_start'))} at the start, "
+        f"{load(m.get('load_end'))} at the end{took}."
+    )
 
 
 def _store_size(backends: Backends) -> list[str]:
@@ -421,18 +441,28 @@ def _growth(backends: Backends) -> list[str]:
         ylabel="entries",
     )
     p = ["<h2>Growth and ownership (Figure 3)</h2>", f"<div class='fig'>{chart}</div>"]
-    first = next(iter(backends.values()), {})
-    owners_top = list((backends.get("consensus") or first).get("owned", {}))[:14]
+    src = "consensus" if "consensus" in backends else next(iter(backends), "")
+    owned = backends[src].get("owned", {}) if src else {}
+    owners_top = list(owned)[:14]
     if owners_top:
+        title = "Memories each agent owns" + (
+            f" (the {len(owners_top)} of {len(owned)} who own most)" if len(owners_top) < len(owned) else ""
+        )
         bars = svg.bar_chart(
             owners_top,
             {_name(b): [m["owned"].get(a, 0) for a in owners_top] for b, m in backends.items()},
-            title="Memories each agent owns",
+            title=title,
             xlabel="agent",
             ylabel="records owned",
             slant=True,
         )
         p.append(f"<div class='fig'>{bars}</div>")
+        who = (
+            f"the {len(owners_top)} of {len(owned)} agents who own most"
+            if len(owners_top) < len(owned)
+            else f"all {len(owned)} agents who own a record"
+        )
+        p.append(f"<p class='note'>Records owned, in each backend, by {who} in {escape(_name(src))}.</p>")
     return p
 
 
@@ -509,31 +539,24 @@ def _graphs(data: ReportData) -> list[str]:
     """The interaction graph, the affiliation graph and the shared-ownership heatmap."""
     inter = data.interactions or data.source_interactions
     which = "after round 0" if data.interactions else "in the play"
+    people = interaction_figure(inter, data.agents, data.appear, data.dead, which)
     p = [
-        f"<h2>The agents' interaction graph ({which})</h2>"
-        f"<div class='fig'>{interaction_figure(inter, data.agents)}</div>",
-        "<p class='note'>An edge joins a speaker and a listener; its weight is how often one heard the other; "
-        "colours are communities (label propagation).</p>",
+        f"<h2>The agents' interaction graph ({which})</h2><div class='fig'>{people.svg}</div>",
+        f"<p class='note'>{people.caption}</p>",
     ]
     g = data.memory
     if g is None or not g.owners:
         return p
-    fig, shown, clusters = memory_figure(g, data.texts)
-    p.append(f"<h2>Memory-affiliation graph ({escape(_name(data.memory_backend))})</h2>")
-    p.append(
-        f"<div class='fig'>{fig}</div><p class='note'>{shown:,} sim entries (the most linked), coloured by "
-        f"{clusters} clusters (label propagation), the largest labelled with their most-owned record's "
-        "text and owners; a node's size grows with its owners; an edge is an affiliation edge.</p>"
-    )
-    p.append("<h2>Shared ownership</h2>")
+    backend = _name(data.memory_backend)
+    mem = memory_figure(g, data.texts, backend=backend)
+    p.append(f"<h2>Memory-affiliation graph ({escape(backend)})</h2>")
+    p.append(f"<div class='fig'>{mem.svg}</div><p class='note'>{mem.caption}</p>")
+    p.append(f"<h2>Shared ownership ({escape(backend)})</h2>")
     if any(len(o) >= 2 for o in g.owners.values()):
-        p.append(f"<div class='fig'>{heatmap_figure(g, data.agents, data.appear)}</div>")
-        p.append(
-            "<p class='note'>Cell (a, b): records owned by both a and b, for the 20 agents who appear and "
-            "own most records.</p>"
-        )
+        heat = heatmap_figure(g, data.agents, data.appear, backend=backend)
+        p.append(f"<div class='fig'>{heat.svg}</div><p class='note'>{heat.caption}</p>")
     else:
-        p.append(f"<p class='note'>No record of {escape(_name(data.memory_backend))} has two owners.</p>")
+        p.append(f"<p class='note'>No record of {escape(backend)} has two owners.</p>")
     return p
 
 

@@ -42,8 +42,10 @@ from .g_memory import GMemoryBackend
 from .generative_agents import GenerativeAgentsBackend
 from .goals import seek_lists
 from .kernel import Kernel, RoundLog
+from .machine import describe_machine, load_average
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
+from .out_dir import check_out
 from .play import Play
 from .plays import load_play
 from .progress import Progress
@@ -269,6 +271,9 @@ def run(
         raise ValueError(f"horizon_seeds must be at least 1, got {horizon_seeds}")
     if keep_store and out is None:
         raise ValueError("keep_store needs an out directory")
+    if out is not None:
+        check_out(out)  # a bad out is refused now, not after the whole run
+    machine = describe_machine()
     var = Variation(variation, seed)
     play = world if isinstance(world, Play) else load_play(world)
     embed = get_embedder(embedder)
@@ -324,6 +329,7 @@ def run(
         "ablation": {},
         "horizon": {"rounds": hz},
         "cache": {},
+        "machine": machine,
     }
     data = ReportData(agents=list(play.cast))
     opts = _Options(rounds, cache_policy, cache_rows, keep_names, hz, horizon_seeds if seeded else 1)
@@ -339,6 +345,7 @@ def run(
     finally:
         shutil.rmtree(store_dir, ignore_errors=True)
     metrics["seconds"] = round(time.perf_counter() - t_all, 2)
+    machine["load_end"] = load_average()
     if out is not None:
         out_dir = Path(out)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -405,6 +412,7 @@ def _run_backend(
             metrics["stopped"] = main.stopped
             data.interactions = _interactions(main.world, len(runner.base.events))
             data.source_interactions = _interactions(main.world, 0)
+            data.appear, data.dead = appear, {a for a, ag in main.world.agents.items() if not ag.alive}
         if name == "consensus":
             m["judge"] = {
                 "precision": main.ledger.score.precision,

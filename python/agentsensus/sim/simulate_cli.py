@@ -107,7 +107,8 @@ def _fail(message: str) -> int:
 def cli_main(argv: list[str]) -> int:
     """Run ``agentsensus simulate`` with ``argv`` (without the subcommand); returns the exit code."""
     args = build_parser().parse_args(argv)
-    from .plays import find_play, list_plays
+    from .out_dir import check_out
+    from .plays import list_plays, load_play
 
     if args.list_worlds:
         try:
@@ -125,8 +126,12 @@ def cli_main(argv: list[str]) -> int:
     if not 0.0 <= args.variation <= 1.0:
         return _fail("--variation must be between 0 and 1")
     try:
-        find_play(args.world)
-    except (KeyError, LookupError) as e:
+        check_out(args.out)
+    except ValueError as e:
+        return _fail(f"--out: {e}")
+    try:
+        load_play(args.world)  # a file that is not a play is refused here, not after a run of zeros
+    except (KeyError, LookupError, ValueError) as e:
         return _fail(f"--world: {e.args[0] if e.args else e}")
     if args.ray is not None or args.seeds is not None or args.worlds is not None:
         return _ray(args)
@@ -172,7 +177,7 @@ def cli_main(argv: list[str]) -> int:
 
 def _ray(args: argparse.Namespace) -> int:
     """The --ray flags checked, then the run or sweep on the cluster (sim/ray_runner.py)."""
-    from .plays import find_play
+    from .plays import load_play
 
     if args.ray is None:
         return _fail("--seeds and --worlds run on Ray: add --ray ADDRESS (or --ray local)")
@@ -191,12 +196,13 @@ def _ray(args: argparse.Namespace) -> int:
     try:
         if args.seeds is not None:
             parse_seeds(args.seeds)
-        for w in (args.worlds or args.world).split(","):
-            if w.strip():
-                find_play(w.strip())
     except ValueError as e:
         return _fail(str(e))
-    except (KeyError, LookupError) as e:
+    try:
+        for w in (args.worlds or args.world).split(","):
+            if w.strip():
+                load_play(w.strip())
+    except (KeyError, LookupError, ValueError) as e:
         return _fail(f"--worlds: {e.args[0] if e.args else e}")
     from .ray_runner import cli_run
 

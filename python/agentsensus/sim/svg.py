@@ -13,6 +13,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from .layout import place_labels, text_width, wrap_text
+
 __all__ = ["PALETTE", "line_chart", "bar_chart", "graph", "heatmap"]
 
 #: Colour-blind-safe palette (Okabe-Ito), then greys.
@@ -154,12 +156,18 @@ def graph(
     edge_weights: Sequence[float] | None = None,
     notes: Sequence[tuple[float, float, str, str]] = (),
     legend: Sequence[tuple[str, str]] = (),
+    hollow: Sequence[bool] | None = None,
     width: int = 720,
     height: int = 560,
 ) -> str:
-    """Nodes at ``pos`` (in [-1, 1]^2) joined by ``edges``; ``notes`` are
-    (x, y, text, colour) labels placed at graph coordinates, ``legend`` (colour, text) rows."""
-    padx, pady = (130, 30) if labels else (16, 16)  # room for the labels beside the nodes
+    """Nodes at ``pos`` (in [-1, 1]^2) joined by ``edges``, each label beside its node where it overlaps
+    no other label and no node (``layout.place_labels``; drawn as ``<text class="label">``).
+
+    ``notes`` are (x, y, text, colour) cluster labels: a number at graph
+    coordinates (x, y) and the whole text, wrapped, in a key under the plot.
+    ``legend`` rows are (colour, text); ``hollow`` nodes are drawn as rings.
+    """
+    padx, pady = (110, 40) if labels else (16, 16)  # room for the labels around the nodes
 
     def sx(x: float) -> float:
         return padx + (x + 1) / 2 * (width - 2 * padx)
@@ -167,7 +175,12 @@ def graph(
     def sy(y: float) -> float:
         return pady + (1 - (y + 1) / 2) * (height - 2 * pady)
 
-    out = _open(width, height, title)
+    key_size, key_lines = 11.0, []
+    for n, (_, _, text, colour) in enumerate(notes, 1):
+        for k, line in enumerate(wrap_text(text, width - 40, key_size)):
+            key_lines.append((f"{n}." if k == 0 else "", line, colour))
+    total = height + (int(len(key_lines) * key_size * 1.35) + 12 if key_lines else 0)
+    out = _open(width, total, title)
     wmax = max(edge_weights) if edge_weights else 1.0
     for i, (a, b) in enumerate(edges):
         w = (edge_weights[i] / wmax) if edge_weights else 0.3
@@ -178,43 +191,91 @@ def graph(
         )
     for i in range(len(pos)):
         tip = f"<title>{escape(tips[i])}</title>" if tips else ""
-        out.append(
-            f'<circle cx="{sx(pos[i, 0]):.1f}" cy="{sy(pos[i, 1]):.1f}" r="{sizes[i]:.1f}" '
-            f'fill="{colors[i]}" stroke="#fff" stroke-width="0.8">{tip}</circle>'
+        paint = (
+            f'fill="#fff" stroke="{colors[i]}" stroke-width="1.5"'
+            if hollow and hollow[i]
+            else f'fill="{colors[i]}" stroke="#fff" stroke-width="0.8"'
         )
-        if labels:
-            anchor = "start" if pos[i, 0] >= 0 else "end"
-            dx = sizes[i] + 4 if pos[i, 0] >= 0 else -sizes[i] - 4
-            out.append(
-                f'<text x="{sx(pos[i, 0]) + dx:.1f}" y="{sy(pos[i, 1]) + 4:.1f}" text-anchor="{anchor}">'
-                f"{escape(labels[i])}</text>"
-            )
-    for x, y, text, colour in notes:
-        # Centred, and kept far enough from the edges that a label of ~50 characters fits.
-        tx, ty = min(max(sx(x), width * 0.3), width * 0.7), min(max(sy(y), 14), height - 6)
-        anchor = "middle"
         out.append(
-            f'<text x="{tx:.1f}" y="{ty:.1f}" text-anchor="{anchor}" font-size="11" fill="{colour}" '
-            f'stroke="#fff" stroke-width="3" paint-order="stroke">{escape(text)}</text>'
+            f'<circle cx="{sx(pos[i, 0]):.1f}" cy="{sy(pos[i, 1]):.1f}" r="{sizes[i]:.1f}" {paint}>{tip}</circle>'
         )
+    legend_box = (0.0, 0.0, 0.0, 0.0)
+    if legend:
+        legend_box = (0.0, 0.0, 26 + max(text_width(t, 11) for _, t in legend), 20 + 16 * len(legend))
     for n, (colour, text) in enumerate(legend):
         out.append(
             f'<circle cx="{12}" cy="{14 + 16 * n}" r="5" fill="{colour}"/>'
             f'<text x="22" y="{18 + 16 * n}" font-size="11">{escape(text)}</text>'
         )
+    if labels:
+        anchors = [(sx(pos[i, 0]), sy(pos[i, 1])) for i in range(len(pos))]
+        boxes = place_labels(
+            anchors,
+            [float(r) + 1 for r in sizes],
+            [(text_width(lab, 12), 12 * 1.2) for lab in labels],
+            bounds=(0.0, 0.0, float(width), float(height)),
+            obstacles=[legend_box],
+            outward=(width / 2, height / 2),
+        )
+        for i, (box, lab) in enumerate(zip(boxes, labels)):
+            ax, ay = anchors[i]
+            # A label pushed away from its node keeps a thin line back to it.
+            if max(box[0] - ax, ax - box[2], box[1] - ay, ay - box[3]) > sizes[i] + 8:
+                lx, ly = min(max(ax, box[0]), box[2]), min(max(ay, box[1]), box[3])
+                out.append(
+                    f'<line x1="{ax:.1f}" y1="{ay:.1f}" x2="{lx:.1f}" y2="{ly:.1f}" stroke="#aaa" stroke-width="0.6"/>'
+                )
+            out.append(
+                f'<text class="label" x="{box[0]:.1f}" y="{box[1] + 0.95 * 12:.1f}" font-size="12">{escape(lab)}</text>'
+            )
+    if notes:
+        marks = place_labels(
+            [(sx(x), sy(y)) for x, y, _, _ in notes],
+            [0.0] * len(notes),
+            [(text_width(str(n), 12) + 8, 12 * 1.2 + 2) for n in range(1, len(notes) + 1)],
+            bounds=(0.0, 0.0, float(width), float(height)),
+            obstacles=[legend_box],
+        )
+        for n, (box, (_, _, _, colour)) in enumerate(zip(marks, notes), 1):
+            out.append(
+                f'<rect x="{box[0]:.1f}" y="{box[1]:.1f}" width="{box[2] - box[0]:.1f}" height="{box[3] - box[1]:.1f}" '
+                f'rx="3" fill="#fff" stroke="{colour}"/><text class="mark" x="{(box[0] + box[2]) / 2:.1f}" '
+                f'y="{box[1] + 1 + 0.95 * 12:.1f}" text-anchor="middle" font-weight="bold" fill="{colour}">{n}</text>'
+            )
+        y: float = height + 4
+        for num, line, colour in key_lines:
+            y += key_size * 1.35
+            out.append(
+                f'<text class="key" x="8" y="{y:.1f}" font-size="{key_size:g}" fill="{colour}">'
+                f'<tspan font-weight="bold">{num}</tspan><tspan x="30">{escape(line)}</tspan></text>'
+            )
     out.append("</svg>")
     return "\n".join(out)
 
 
+def _scale_ticks(vmax: float) -> list[float]:
+    """Whole counts for a square-root colour scale: 0, about 1/16, 1/4 and all of ``vmax``."""
+    ticks = sorted({0.0, float(vmax)} | {float(round(vmax * f)) for f in (1 / 16, 1 / 4) if round(vmax * f) > 0})
+    return ticks
+
+
 def heatmap(matrix: npt.NDArray[np.float64], labels: Sequence[str], *, title: str, cell: int = 22) -> str:
-    """A square matrix as shaded cells (white to blue), labelled on both axes."""
+    """A square matrix as shaded cells, labelled on both axes.
+
+    The shade is the square root of the count over the largest (white at 0,
+    blue at the largest), so that small counts stay visible; the legend beside
+    the cells names the scale and marks whole counts on it.
+    """
     n = len(labels)
     left = top = 130
     size = left + n * cell + 90  # the slanted column labels run past the last column
-    out = _open(size + 70, size, title)
+    # Wide enough for the title, and never so small that the page scales a few cells up to giants.
+    width = max(size + 150, 560, int(text_width(title, 12) * 1.1) + 16)
+    out = _open(width, max(size, top + 150), title)
+    out.append(f'<text x="8" y="18" font-weight="bold">{escape(title)}</text>')
     vmax = float(matrix.max()) if n and matrix.max() > 0 else 1.0
     # The colour scale: white (0) to blue (the largest count), square-root spaced.
-    sx0, sy0, sh = left + n * cell + 30, top, max(n * cell, 120)
+    sx0, sy0, sh = left + n * cell + 50, top, max(n * cell, 120)
     for k in range(20):
         t = k / 19
         r, g, b = (int(255 + (c - 255) * t) for c in (8, 81, 156))
@@ -222,11 +283,12 @@ def heatmap(matrix: npt.NDArray[np.float64], labels: Sequence[str], *, title: st
             f'<rect x="{sx0}" y="{sy0 + sh * (1 - (k + 1) / 20):.1f}" width="14" height="{sh / 20 + 0.5:.1f}" '
             f'fill="rgb({r},{g},{b})"/>'
         )
-    for frac in (0.0, 0.25, 1.0):
-        v = vmax * frac
-        y = sy0 + sh * (1 - math.sqrt(frac))
-        out.append(f'<text x="{sx0 + 18}" y="{y + 4:.1f}" font-size="11">{_fmt(v)}</text>')
-    out.append(f'<text x="{sx0}" y="{sy0 - 22}" font-size="11">records</text>')
+    for v in _scale_ticks(vmax):
+        y = sy0 + sh * (1 - math.sqrt(v / vmax))
+        out.append(f'<line x1="{sx0 + 14}" y1="{y:.1f}" x2="{sx0 + 18}" y2="{y:.1f}" stroke="#333"/>')
+        out.append(f'<text x="{sx0 + 21}" y="{y + 4:.1f}" font-size="11">{_fmt(v)}</text>')
+    out.append(f'<text class="scale" x="{sx0}" y="{sy0 - 34}" font-size="11">records shared</text>')
+    out.append(f'<text class="scale" x="{sx0}" y="{sy0 - 20}" font-size="11">(square-root scale)</text>')
     for i in range(n):
         y = top + i * cell
         out.append(f'<text x="{left - 6}" y="{y + cell * 0.7:.1f}" text-anchor="end">{escape(labels[i])}</text>')
@@ -240,8 +302,8 @@ def heatmap(matrix: npt.NDArray[np.float64], labels: Sequence[str], *, title: st
             r, g, b = (int(255 + (c - 255) * t) for c in (8, 81, 156))
             out.append(
                 f'<rect x="{left + j * cell}" y="{y}" width="{cell - 1}" height="{cell - 1}" '
-                f'fill="rgb({r},{g},{b})" stroke="#e4e4e4" stroke-width="0.5"><title>{escape(labels[i])} &amp; {escape(labels[j])}: '
-                f"{v:.0f}</title></rect>"
+                f'fill="rgb({r},{g},{b})" stroke="#e4e4e4" stroke-width="0.5"><title>{escape(labels[i])} &amp; '
+                f"{escape(labels[j])}: {v:.0f}</title></rect>"
             )
     out.append("</svg>")
     return "\n".join(out)
