@@ -3,7 +3,7 @@
 One run (``run_ray``): the consensus store is a :class:`agentsensus.ray.StoreActor`
 and the agents decide in agent-group actors spread over the nodes. Each round:
 
-- one ``recall_many`` for everyone awake (one actor call);
+- one ``recall_many`` for everyone whose decision lacks something (one actor call);
 - the policy steps in the groups, every group at once, each running at most
   ``calls_per_node`` decisions at a time (a decision waits ``model_latency``
   seconds first: a simulated model call);
@@ -313,7 +313,7 @@ def run_ray(
             "sim_recall": ledger.sim_score.recall,
             "sim_merges": ledger.sim_score.merges,
         }
-        m["merge_cost"] = {"keep_shorter": name_loss(backend.merge_log(), people)}
+        m["merge_cost"] = {"keep_shorter": name_loss(backend.merge_log(), people, ledger)}
         m["name_loss"] = {k: v["fraction"] for k, v in m["merge_cost"].items()}  # as runner's consensus extras
         metrics = {
             "world": play.title,
