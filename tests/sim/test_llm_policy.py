@@ -76,7 +76,8 @@ def test_garbage_and_failures_never_crash_a_run(embed) -> None:  # type: ignore[
     k = Kernel(_world(), policy, CollaborativeBackend(embed.dim), embed)
     k.run(len(GARBAGE) // 2)
     assert k.round == len(GARBAGE) // 2 and policy.calls == 2 * k.round
-    assert policy.errors >= policy.calls - 1 and k.world.events == []
+    assert policy.fallbacks >= policy.calls - 1 and k.world.events == []
+    assert policy.errors >= 1 and policy.malformed >= policy.calls - 1 - policy.errors
 
 
 def test_without_a_start_mapping_agents_stand_where_they_are(embed) -> None:  # type: ignore[no-untyped-def]
@@ -143,4 +144,4 @@ def test_the_llm_policy_against_the_fake_server_with_varied_answers(fake_url, em
     kinds = [e.kind for e in w.events]
     assert "say" in kinds and "enter" in kinds  # the usable answers acted, the others observed
     assert w.agents["Horatio"].place == "the platform" or w.agents["Hamlet"].place == "the platform"
-    assert policy.errors >= 3
+    assert policy.fallbacks >= 3 and policy.malformed >= 3

@@ -37,6 +37,7 @@ from .collaborative import CollaborativeBackend
 from .g_memory import GMemoryBackend
 from .generative_agents import GenerativeAgentsBackend
 from .kernel import Kernel, RoundLog
+from .llm_usage import llm_usage
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
 from .play import Play
@@ -317,6 +318,9 @@ def run(
     finally:
         shutil.rmtree(store_dir, ignore_errors=True)
     metrics["seconds"] = round(time.perf_counter() - t_all, 2)
+    usage = llm_usage(policy, judge)  # a model's calls, failures and tokens, when one took part
+    if usage is not None:
+        metrics["llm"] = usage
     if out is not None:
         out_dir = Path(out)
         out_dir.mkdir(parents=True, exist_ok=True)
