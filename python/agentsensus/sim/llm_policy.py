@@ -92,16 +92,22 @@ def story_so_far(world: World | None, agent: str, view: AgentView, n: int = STOR
 def build_system(view: AgentView, world: str = "", story: Sequence[str] = ()) -> str:
     """The system message of one agent's decision: persona, goal, place, company and the story so far."""
     a = view.agent
-    goal = view.stm.goals.peek() or (
-        f"carry on your part in the story as {a} would: tell those who should know what you know, "
-        "and find out what you do not"
+    goals = list(view.stm.goals)  # most urgent first
+    goal = (
+        goals[0]
+        if goals
+        else (
+            f"carry on your part in the story as {a} would: tell those who should know what you know, "
+            "and find out what you do not"
+        )
     )
+    then = f" (after it: {'; '.join(goals[1:])})" if len(goals) > 1 else ""
     setting = f"a character in the world of {world}" if world else "a character of the story"
     lines = [
         f"You are {a}, {setting}. The play's last scene is over and its people go on living. "
         f"Speak and act as {a} would, in the manner of the play, and know only what {a} has seen, "
         "heard or remembers.",
-        f"Your goal: {goal}.",
+        f"Your goal: {goal}{then}.",
         f"You are at {view.place or 'no place'}, in round {view.round}. "
         f"Here with you: {', '.join(view.present) or 'nobody'}.",
         f"Places: {', '.join(view.places) or 'none known'}.",
@@ -115,14 +121,12 @@ def build_system(view: AgentView, world: str = "", story: Sequence[str] = ()) ->
 
 def build_user(view: AgentView) -> str:
     """The user message of one agent's decision: its short-term memory, its recalled memories, the choice."""
-    goals = "; ".join(view.stm.goals) or "none"
     recent = "\n".join(f"- {e.text}" for e in view.stm.cache.ranked()[:5]) or "- nothing yet"
     heard = "\n".join(f"- {h}" for h in view.stm.heard[-3:]) or "- nothing"
     memories = "\n".join(f"{i}. {m}" for i, m in enumerate(view.memories, 1)) or "- nothing"
     unread = f"{view.unread} things were said here that you have not read.\n" if view.unread else ""
     return (
         f"Round {view.round}. What do you do now?\n{unread}"
-        f"Your goals (most urgent first): {goals}\n"
         f"You recently did:\n{recent}\nYou just heard:\n{heard}\nYou remember:\n{memories}\n\n"
         "Choose one action and answer with one JSON object only, e.g. "
         '{"action": "say", "text": "...", "to": ["Name"], "memory": 1}. Actions: '
