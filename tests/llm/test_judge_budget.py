@@ -8,7 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
+import openai
+import pytest
 from agentsensus import JudgeRequest, Memory, judges
+from agentsensus.llm.client import too_large
 from agentsensus.llm_judge import LLMJudge
 from fake_openai import FakeOpenAI
 
@@ -105,3 +109,27 @@ def test_malformed_answers_and_refusals_never_merge_and_are_counted(fake: FakeOp
     assert all(v is None or v == w for v, w in zip(verdicts, whole))
     assert j.stats.malformed > 0 and len(fake.log()) == j.stats.prompts
     assert any(v is not None for v in verdicts)
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "expected"),
+    [
+        (400, "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.", True),
+        (400, "the request exceeds the available context size, try increasing it", True),
+        (400, "prompt is too long: 210000 tokens > 200000 maximum", True),
+        (413, "Payload Too Large", True),
+        (400, "Invalid value for 'temperature'", False),
+        (404, "The model `m` does not exist (maximum context length unknown)", False),
+    ],
+)
+def test_too_large_tells_a_context_refusal_from_other_errors(status: int, message: str, expected: bool) -> None:
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    exc = openai.APIStatusError(message, response=httpx.Response(status, request=request), body=None)
+    assert too_large(exc) is expected
+
+
+def test_another_bad_request_is_not_split_and_falls_back(fake: FakeOpenAI) -> None:
+    fake.script({"status": 400})  # "scripted failure": not about the prompt's size
+    j = make_judge(fake)
+    assert j(batch(6)) == [None] * 6
+    assert (j.stats.splits, j.stats.failures, j.stats.fallbacks, j.client.usage.calls) == (0, 1, 6, 1)

@@ -131,7 +131,9 @@ def too_large(exc: BaseException) -> bool:
     status = getattr(exc, "status_code", None)
     if status not in (400, 413):
         return False
-    return status == 413 or bool(_TOO_LARGE.search(str(exc)))
+    if status == 413 or getattr(exc, "code", None) == "context_length_exceeded":
+        return True
+    return bool(_TOO_LARGE.search(str(exc)))
 
 
 def _retry_after(exc: BaseException) -> Optional[float]:
