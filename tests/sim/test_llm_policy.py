@@ -155,20 +155,22 @@ def test_the_first_message_is_a_system_message_with_persona_goal_place_and_story
         return '{"action": "observe"}'
 
     policy = LLMPolicy(complete)
-    k = run_kernel(tiny_play, CollaborativeBackend(embed.dim), embed, rounds=1, policy=policy)
+    k = run_kernel(tiny_play, CollaborativeBackend(embed.dim), embed, rounds=2, policy=policy)
     assert calls and policy.calls == len(calls) and policy.fallbacks == 0
-    user, system = calls[0]
+    user, system = calls[-1]
     assert system is not None
     agent = system.split(",")[0].removeprefix("You are ")
     where = k.world.agents[agent].place
     assert system.startswith(f"You are {agent}, a character in the world of The Tiny Tragedy.")
-    assert "Your goal: " in system and f"You are at {where}, in round 1." in system
+    assert "Your goal: " in system and f"You are at {where}, in round 2." in system
     others = [a for a in k.world.present(where) if a != agent]
     assert f"Here with you: {', '.join(others) or 'nobody'}." in system
-    # The story so far: the last events the agent witnessed in the play, told from its side.
-    story = system.split("The story so far, as you witnessed it (oldest first):\n")[1].splitlines()
-    assert story and all(line.startswith("- In scene ") for line in story)
-    assert "Your goals: none" not in user and "You are" not in user and user.startswith("Round 1.")
+    # The story so far comes from its short-term memory: what it did in round 1.
+    story = system.split("The story so far, as you lived it (oldest first):\n")[1].splitlines()
+    assert story[0].startswith("- In round 1, you did: observe")
+    assert "You are" not in user and user.startswith("Round 2.") and "You remember:" in user
+    # Round 1's story was empty: the kernel's short-term memory starts with the run.
+    assert calls[0][1] is not None and calls[0][1].endswith("(oldest first):\n- nothing yet")
 
 
 def test_a_complete_without_system_gets_one_prompt_with_the_system_part_first(embed) -> None:  # type: ignore[no-untyped-def]

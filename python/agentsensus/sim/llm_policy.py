@@ -5,9 +5,9 @@
 makes one from any OpenAI-compatible chat endpoint (the ``openai`` package is
 imported only then, and is not a dependency). The system message says who
 the agent is in the world of the play, its goal, its place and who is there,
-and the story so far as the agent witnessed it (the last events it saw or
-did); the user message carries its short-term memory, its numbered recalled
-memories and the decision. The model answers with one JSON object, naming
+and the story so far from its short-term memory (what it last did and
+heard); the user message carries its numbered recalled memories and the
+decision. The model answers with one JSON object, naming
 the memory it draws on (``"memory": n``) so the metrics can trace what it
 says.
 
@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .actions import SOCIETY_ACTIONS, Action
 from .agent_policy import AgentView
-from .world import Event, World
+from .world import World
 
 __all__ = [
     "LLMPolicy",
@@ -45,52 +45,25 @@ __all__ = [
 ]
 
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
-#: Events of the story so far the system message recalls.
-STORY_EVENTS = 8
-# How far back the story so far is looked for (an agent long off stage saw nothing lately).
-_STORY_SCAN = 5000
+#: Lines of the story so far the system message recalls: what the agent last did, then what it last heard.
+STORY_DID = 5
+STORY_HEARD = 3
 
 
-def _event_line(ev: Event, agent: str) -> str:
-    """One event as the agent tells it to itself ("You said to Horatio: ...")."""
-
-    def who(names: Sequence[str]) -> str:
-        return ", ".join("you" if n == agent else n for n in names)
-
-    when = f"In {ev.when}, " if ev.when else ""
-    doer = who(ev.actors) or "someone"
-    if ev.kind == "say":
-        to = f" to {who(ev.targets)}" if ev.targets else ""
-        line = f'{doer} said{to}: "{ev.text}"'
-    elif ev.kind == "enter":
-        line = f"{doer} came to {ev.place}"
-    elif ev.kind == "exit":
-        line = f"{doer} left {ev.place}"
-    else:
-        line = f"{doer}: {ev.text}" if ev.actors else ev.text
-    line = when + line
-    return line[:1].upper() + line[1:]
-
-
-def story_so_far(world: World | None, agent: str, view: AgentView, n: int = STORY_EVENTS) -> list[str]:
-    """The last ``n`` events ``agent`` witnessed or did, oldest first, from
-    the world's history when the policy has seen the world, else from its
-    short-term memory (what it did and heard)."""
-    if world is not None:
-        found: list[str] = []
-        for ev in reversed(world.events[-_STORY_SCAN:]):
-            if agent in ev.witnesses or agent in ev.actors:
-                found.append(_event_line(ev, agent))
-                if len(found) >= n:
-                    break
-        if found:
-            return found[::-1]
-    did = sorted(view.stm.cache.entries, key=lambda e: e.seq)
-    return ([f"You did: {e.text}" for e in did] + [f"You heard: {h}" for h in view.stm.heard])[-n:]
+def story_so_far(view: AgentView) -> list[str]:
+    """The story so far as the agent knows it from its short-term memory,
+    oldest first: its last actions with what came of them, then what it
+    last heard. Nothing from the world's own log: what an agent knows of
+    the past beyond this comes from its long-term memory, the backend under
+    test."""
+    did = sorted(view.stm.cache.entries, key=lambda e: e.seq)[-STORY_DID:]
+    lines = [f"In round {e.round}, you did: {e.text}" for e in did]
+    return lines + [f"You heard: {h}" for h in view.stm.heard[-STORY_HEARD:]]
 
 
 def build_system(view: AgentView, world: str = "", story: Sequence[str] = ()) -> str:
-    """The system message of one agent's decision: persona, goal, place, company and the story so far."""
+    """The system message of one agent's decision: persona, goal, place,
+    company and the story so far (:func:`story_so_far`)."""
     a = view.agent
     goals = list(view.stm.goals)  # most urgent first
     goal = (
@@ -111,7 +84,7 @@ def build_system(view: AgentView, world: str = "", story: Sequence[str] = ()) ->
         f"You are at {view.place or 'no place'}, in round {view.round}. "
         f"Here with you: {', '.join(view.present) or 'nobody'}.",
         f"Places: {', '.join(view.places) or 'none known'}.",
-        "The story so far, as you witnessed it (oldest first):",
+        "The story so far, as you lived it (oldest first):",
         *(f"- {s}" for s in story),
     ]
     if not story:
@@ -120,14 +93,12 @@ def build_system(view: AgentView, world: str = "", story: Sequence[str] = ()) ->
 
 
 def build_user(view: AgentView) -> str:
-    """The user message of one agent's decision: its short-term memory, its recalled memories, the choice."""
-    recent = "\n".join(f"- {e.text}" for e in view.stm.cache.ranked()[:5]) or "- nothing yet"
-    heard = "\n".join(f"- {h}" for h in view.stm.heard[-3:]) or "- nothing"
+    """The user message of one agent's decision: what its long-term memory recalled, and the choice."""
     memories = "\n".join(f"{i}. {m}" for i, m in enumerate(view.memories, 1)) or "- nothing"
     unread = f"{view.unread} things were said here that you have not read.\n" if view.unread else ""
     return (
         f"Round {view.round}. What do you do now?\n{unread}"
-        f"You recently did:\n{recent}\nYou just heard:\n{heard}\nYou remember:\n{memories}\n\n"
+        f"You remember:\n{memories}\n\n"
         "Choose one action and answer with one JSON object only, e.g. "
         '{"action": "say", "text": "...", "to": ["Name"], "memory": 1}. Actions: '
         "say (text, to), read_thread, observe, move (place: one of the places), "
@@ -136,10 +107,10 @@ def build_user(view: AgentView) -> str:
     )
 
 
-def build_prompt(view: AgentView, world: str = "", story: Sequence[str] = ()) -> str:
+def build_prompt(view: AgentView, world: str = "") -> str:
     """The whole decision as one prompt (the system message, then the user
     message), for a ``complete`` that takes no ``system``."""
-    return build_system(view, world, story) + "\n\n" + build_user(view)
+    return build_system(view, world, story_so_far(view)) + "\n\n" + build_user(view)
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -294,10 +265,9 @@ class LLMPolicy:
 
     def _ask(self, view: AgentView) -> Any:
         title = self.world or (self._world.name if self._world is not None else "")
-        system = build_system(view, title, story_so_far(self._world, view.agent, view))
-        if self._system:
-            return self.complete(build_user(view), system=system)
-        return self.complete(system + "\n\n" + build_user(view))
+        if not self._system:
+            return self.complete(build_prompt(view, title))
+        return self.complete(build_user(view), system=build_system(view, title, story_so_far(view)))
 
     def decide(self, agent: str, view: AgentView) -> Action:
         """Asks the model for ``agent``'s action; an unusable answer becomes ``observe``."""
