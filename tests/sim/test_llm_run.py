@@ -54,7 +54,25 @@ def test_a_run_against_a_refusing_failing_endpoint_completes_and_counts(
     assert "<h2>The model</h2>" in (out / "report.html").read_text(encoding="utf-8")
 
 
-def test_a_run_without_a_model_has_no_llm_object(tiny_file: Path, tmp_path: Path) -> None:
+def test_llm_usage_sums_policy_and_judge_and_is_absent_without_a_model(tiny_file: Path, tmp_path: Path) -> None:
+    from agentsensus.sim.llm_policy import LLMPolicies
+    from agentsensus.sim.llm_usage import llm_usage
+
+    class Judge:
+        def counters(self) -> dict[str, int]:
+            return {"calls": 5, "errors": 2, "malformed": 1, "fallbacks": 3, "prompt_tokens": 40, "tokens": 99}
+
+    policies = LLMPolicies(lambda prompt: "I can't help with that.")
+    policies().stats.add(calls=2, malformed=2, fallbacks=2)  # the factory's policies share its counters
+    usage = llm_usage(policies, Judge())
+    assert usage is not None
+    assert usage["policy"] == {
+        "calls": 2, "errors": 0, "malformed": 2, "fallbacks": 2, "prompt_tokens": 0, "completion_tokens": 0,
+    }  # fmt: skip
+    assert (usage["calls"], usage["errors"], usage["malformed"], usage["fallbacks"]) == (7, 2, 3, 5)
+    assert usage["prompt_tokens"] == 40 and usage["completion_tokens"] == 0
+    assert llm_usage(None, None) is None and llm_usage(lambda: None, object()) is None
+    # A run without a model writes no llm object and no model table.
     out = tmp_path / "report"
     argv = ["--world", str(tiny_file), "--rounds", "2", "--quick", "--backends", "consensus", "--out", str(out)]
     assert cli_main(argv + ["--quiet"]) == 0
