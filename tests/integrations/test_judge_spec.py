@@ -37,6 +37,8 @@ def test_judges_without_a_spec_say_why() -> None:
         judge_spec(_mine)
     with pytest.raises(ValueError, match="client.temperature"):
         judge_spec(judges.llm("m", "http://127.0.0.1:9/v1", temperature=0.7))
+    with pytest.raises(ValueError, match="judge_budget"):
+        judge_spec(judges.llm("m", "http://127.0.0.1:9/v1", judge_budget=4000))
 
 
 def _mine(requests: list[judges.JudgeRequest]) -> list[None]:

@@ -16,13 +16,21 @@ and, for the tests to steer it:
   API request, in order: ``{"content": "..."}`` (answer this text),
   ``{"status": 503, "headers": {...}}`` (fail), ``{"delay": 2.0}`` (sleep,
   then answer normally);
+- ``POST /_faults`` ``{"max_prompt_chars": N, "fail_rate": r, "malformed_rate": r,
+  "refusal_rate": r, "seed": s}`` (or the same as ``--max-prompt-chars N``,
+  ``--fail-rate r``, ... on the command line): a chat prompt of more than N
+  characters (all messages) gets a 400 "maximum context length"; of the
+  others, a seeded draw fails a share with 503, answers a share with
+  malformed JSON and a share with a refusal. ``/_reset`` clears the faults.
 - ``GET /_log``: every API request body received; ``POST /_reset``.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
+import random
 import re
 import struct
 import sys
@@ -39,6 +47,42 @@ _ARTICLES = {"the", "a", "an"}
 _lock = threading.Lock()
 _script: list[dict[str, Any]] = []
 _log: list[dict[str, Any]] = []
+_faults: dict[str, Any] = {}
+_rng = random.Random(0)
+
+REFUSAL = "I'm sorry, but I can't help with that."
+MALFORMED = '{"verdicts": [{"request": 0, "match":'
+TOO_LARGE = (
+    "This model's maximum context length is {limit} characters. However, your messages resulted in {n} "
+    "characters. Please reduce the length of the messages."
+)
+
+
+def set_faults(faults: dict[str, Any]) -> None:
+    """Replaces the fault settings (and reseeds the draws); callers hold ``_lock``."""
+    _faults.clear()
+    _faults.update({k: v for k, v in faults.items() if v is not None})
+    _rng.seed(int(_faults.get("seed", 0)))
+
+
+def fault(body: dict[str, Any]) -> dict[str, Any]:
+    """The scripted-like action the fault settings give this chat request ({} for none); holds ``_lock``."""
+    limit = _faults.get("max_prompt_chars")
+    chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
+    if limit is not None and chars > int(limit):
+        msg = TOO_LARGE.format(limit=limit, n=chars)
+        return {"status": 400, "message": msg, "type": "invalid_request_error", "code": "context_length_exceeded"}
+    draw = _rng.random()
+    for key, action in (
+        ("fail_rate", {"status": 503}),
+        ("malformed_rate", {"content": MALFORMED}),
+        ("refusal_rate", {"content": REFUSAL}),
+    ):
+        rate = float(_faults.get(key, 0.0))
+        if draw < rate:
+            return action
+        draw -= rate
+    return {}
 
 
 def fact_key(text: str) -> frozenset[str]:
@@ -63,7 +107,7 @@ def chat_answer(body: dict[str, Any]) -> str:
         payload = None
     if isinstance(payload, dict) and "requests" in payload:
         return judge_answer(payload)
-    m = re.match(r"You are ([^,]+),", last)
+    m = next((re.match(r"You are ([^,.]+)[,.]", x.get("content") or "") for x in body["messages"]), None)
     who = m.group(1) if m else "Someone"
     return json.dumps({"action": "say", "text": f"{who} says the fake model is listening."})
 
@@ -83,6 +127,8 @@ def words(text: str) -> int:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle's algorithm each answer waited ~40 ms for a delayed ACK.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: Any) -> None:  # quiet: the tests read /_log
         pass
@@ -122,6 +168,12 @@ class Handler(BaseHTTPRequestHandler):
             with _lock:
                 _script.clear()
                 _log.clear()
+                set_faults({})
+            self._send(200, {"ok": True})
+            return
+        if self.path == "/_faults":
+            with _lock:
+                set_faults(body)
             self._send(200, {"ok": True})
             return
         if self.path not in ("/v1/chat/completions", "/v1/embeddings"):
@@ -130,10 +182,18 @@ class Handler(BaseHTTPRequestHandler):
         with _lock:
             _log.append({"path": self.path, "body": body})
             action = _script.pop(0) if _script else {}
+            if not action and self.path == "/v1/chat/completions":
+                action = fault(body)
         if "delay" in action:
             time.sleep(float(action["delay"]))
         if "status" in action:
-            err = {"error": {"message": "scripted failure", "type": "server_error", "code": None}}
+            err = {
+                "error": {
+                    "message": action.get("message", "scripted failure"),
+                    "type": action.get("type", "server_error"),
+                    "code": action.get("code"),
+                }
+            }
             self._send(int(action["status"]), err, action.get("headers"))
             return
         if self.path == "/v1/embeddings":
@@ -201,6 +261,10 @@ class FakeOpenAI:
     def reset(self) -> None:
         self._post("/_reset", {})
 
+    def faults(self, **settings: Any) -> None:
+        """Sets the server's faults (see fake_openai.py): ``max_prompt_chars``, ``fail_rate``, ..."""
+        self._post("/_faults", settings)
+
     def log(self, path: str = "/v1/chat/completions") -> list[dict[str, Any]]:
         """The bodies of the API requests received on ``path``."""
         with urllib.request.urlopen(self.root + "/_log", timeout=10) as resp:
@@ -208,6 +272,13 @@ class FakeOpenAI:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description="A fake OpenAI-compatible server on 127.0.0.1.")
+    p.add_argument("--max-prompt-chars", type=int, default=None)
+    p.add_argument("--fail-rate", type=float, default=None)
+    p.add_argument("--malformed-rate", type=float, default=None)
+    p.add_argument("--refusal-rate", type=float, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    set_faults({k: v for k, v in vars(p.parse_args()).items()})
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)

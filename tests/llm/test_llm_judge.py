@@ -59,22 +59,25 @@ def test_one_prompt_per_deposit_covers_every_request(fake: FakeOpenAI, tmp_path:
     assert c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 and c["seconds"] > 0
 
 
-def test_verdict_cache_is_keyed_by_statement_and_candidate_ids(fake: FakeOpenAI) -> None:
+def test_verdict_cache_is_keyed_by_reporter_statement_and_candidate_ids(fake: FakeOpenAI) -> None:
     j = make_judge(fake)
     r = request(GHOST_AGAIN, (1, GHOST), (2, "Hamlet swears revenge"))
     assert j([r]) == [1]
-    # Same statement, same candidate ids (in another order, with other scores): cached.
-    same = JudgeRequest(GHOST_AGAIN, "C", list(reversed(r.candidates)))
+    # Same reporter, statement and candidate ids (in another order, with other scores): cached.
+    same = JudgeRequest(GHOST_AGAIN, "B", list(reversed(r.candidates)))
     assert j([same]) == [1]
     assert len(fake.log()) == 1 and j.stats.cache_hits == 1
+    # Another reporter is another question ("I told Ophelia" depends on who says it).
+    assert j([JudgeRequest(GHOST_AGAIN, "C", r.candidates)]) == [1]
+    assert len(fake.log()) == 2
     # Another candidate set is another question.
     assert j([request(GHOST_AGAIN, (1, GHOST), (3, "Horatio doubts"))]) == [1]
-    assert len(fake.log()) == 2
+    assert len(fake.log()) == 3
     # A mixed deposit sends only the uncached requests.
     assert j([same, request("Horatio doubts", (3, "Horatio doubts"))]) == [1, 3]
     assert [p["statement"] for p in prompt_requests(fake.log()[-1])] == ["Horatio doubts"]
     j.clear_cache()
-    assert j([same]) == [1] and len(fake.log()) == 4
+    assert j([same]) == [1] and len(fake.log()) == 5
 
 
 def test_provisional_ids_are_never_cached(fake: FakeOpenAI, tmp_path: Any) -> None:
@@ -141,8 +144,9 @@ def test_parse_verdicts_accepts_valid_and_fenced_answers() -> None:
     payload = json.loads(build_messages(reqs)[1]["content"])
     assert payload["requests"][1] == {
         "request": 1,
+        "reported_by": "B",
         "statement": "c",
-        "candidates": [{"id": 5, "text": "d"}, {"id": -2, "text": "c"}],
+        "candidates": [{"id": 5, "reported_by": "A", "text": "d"}, {"id": -2, "reported_by": "A", "text": "c"}],
     }
 
 
@@ -183,12 +187,17 @@ def test_on_error_raise_leaves_the_store_unchanged(fake: FakeOpenAI, tmp_path: A
         assert s.stats() == before
 
 
-def test_a_permanent_error_raises_at_once(fake: FakeOpenAI) -> None:
+def test_a_permanent_error_is_not_retried_and_falls_back(fake: FakeOpenAI) -> None:
     j = make_judge(fake, retries=3)
     fake.script({"status": 401})
-    with pytest.raises(openai.AuthenticationError):
-        j([request(GHOST_AGAIN, (1, GHOST))])
+    assert j([request(GHOST_AGAIN, (1, GHOST))]) == [None]
     assert j.client.usage.calls == 1
+    assert (j.stats.failures, j.stats.fallbacks, j.client.usage.errors) == (1, 1, 1)
+    r = make_judge(fake, retries=3, on_error="raise")
+    fake.script({"status": 401})
+    with pytest.raises(openai.AuthenticationError):
+        r([request(GHOST_AGAIN, (1, GHOST))])
+    assert r.client.usage.calls == 1
 
 
 def test_adeposit_with_the_async_judge(fake: FakeOpenAI, tmp_path: Any) -> None:

@@ -26,6 +26,13 @@ def test_openai_complete_drives_the_kernel(fake: FakeOpenAI) -> None:
     assert (bodies[0]["temperature"], bodies[0]["max_tokens"], bodies[0]["seed"]) == (0.7, 200, 3)
     says = [e for e in world.events if e.kind == "say"]
     assert {e.text for e in says} >= {"Hamlet says the fake model is listening."}
+    # The first message is the system message: persona, goal, place and company.
+    first = bodies[0]["messages"]
+    assert [m["role"] for m in first] == ["system", "user"]
+    system = first[0]["content"]
+    assert system.startswith("You are Hamlet, a character in the world of test.")
+    assert "Your goal: " in system and "You are at hall, in round 1. Here with you: Horatio." in system
+    assert "The story so far" in system and "You are" not in first[1]["content"]
 
 
 def test_a_failed_call_is_retried_for_the_policy(fake: FakeOpenAI) -> None:
@@ -33,3 +40,5 @@ def test_a_failed_call_is_retried_for_the_policy(fake: FakeOpenAI) -> None:
     fake.script({"status": 500})
     assert "fake model" in client.complete("You are Hamlet, in round 1.")
     assert (client.usage.calls, client.usage.errors) == (2, 1)
+    assert "Hamlet says" in client.complete("Round 1.", system="You are Hamlet, in round 1.")
+    assert [m["role"] for m in fake.log()[-1]["messages"]] == ["system", "user"]

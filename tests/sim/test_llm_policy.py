@@ -76,7 +76,8 @@ def test_garbage_and_failures_never_crash_a_run(embed) -> None:  # type: ignore[
     k = Kernel(_world(), policy, CollaborativeBackend(embed.dim), embed)
     k.run(len(GARBAGE) // 2)
     assert k.round == len(GARBAGE) // 2 and policy.calls == 2 * k.round
-    assert policy.errors >= policy.calls - 1 and k.world.events == []
+    assert policy.fallbacks >= policy.calls - 1 and k.world.events == []
+    assert policy.errors >= 1 and policy.malformed >= policy.calls - 1 - policy.errors
 
 
 def test_without_a_start_mapping_agents_stand_where_they_are(embed) -> None:  # type: ignore[no-untyped-def]
@@ -143,4 +144,44 @@ def test_the_llm_policy_against_the_fake_server_with_varied_answers(fake_url, em
     kinds = [e.kind for e in w.events]
     assert "say" in kinds and "enter" in kinds  # the usable answers acted, the others observed
     assert w.agents["Horatio"].place == "the platform" or w.agents["Hamlet"].place == "the platform"
-    assert policy.errors >= 3
+    assert policy.fallbacks >= 3 and policy.malformed >= 3
+
+
+def test_the_first_message_is_a_system_message_with_persona_goal_place_and_story(tiny_play, embed, run_kernel) -> None:  # type: ignore[no-untyped-def]
+    calls: list[tuple[str, str | None]] = []
+
+    def complete(prompt: str, system: str | None = None) -> str:
+        calls.append((prompt, system))
+        return '{"action": "observe"}'
+
+    policy = LLMPolicy(complete)
+    k = run_kernel(tiny_play, CollaborativeBackend(embed.dim), embed, rounds=2, policy=policy)
+    assert calls and policy.calls == len(calls) and policy.fallbacks == 0
+    user, system = calls[-1]
+    assert system is not None
+    agent = system.split(",")[0].removeprefix("You are ")
+    where = k.world.agents[agent].place
+    assert system.startswith(f"You are {agent}, a character in the world of The Tiny Tragedy.")
+    assert "Your goal: " in system and f"You are at {where}, in round 2." in system
+    others = [a for a in k.world.present(where) if a != agent]
+    assert f"Here with you: {', '.join(others) or 'nobody'}." in system
+    # The story so far comes from its short-term memory: what it did in round 1.
+    story = system.split("The story so far, as you lived it (oldest first):\n")[1].splitlines()
+    assert story[0].startswith("- In round 1, you did: observe")
+    assert "You are" not in user and user.startswith("Round 2.") and "You remember:" in user
+    # Round 1's story was empty: the kernel's short-term memory starts with the run.
+    assert calls[0][1] is not None and calls[0][1].endswith("(oldest first):\n- nothing yet")
+
+
+def test_a_complete_without_system_gets_one_prompt_with_the_system_part_first(embed) -> None:  # type: ignore[no-untyped-def]
+    prompts: list[str] = []
+
+    def complete(prompt: str) -> str:
+        prompts.append(prompt)
+        return "I can't help with that."
+
+    policy = LLMPolicy(complete)
+    Kernel(_world(), policy, CollaborativeBackend(embed.dim), embed).run(1)
+    assert prompts[0].startswith("You are Hamlet, a character in the world of test.")
+    assert prompts[0].index("Your goal: ") < prompts[0].index("Round 1.")
+    assert (policy.calls, policy.errors, policy.malformed, policy.fallbacks) == (2, 0, 2, 2)

@@ -22,7 +22,13 @@ _THRESHOLD = re.compile(r"threshold\((?P<x>[^()]+)\)")
 
 # An LLM judge's spec holds model and endpoint only: every other option must
 # be at the default that judges.llm gives, or the reloaded judge would differ.
-_LLM_DEFAULTS: dict[str, Any] = {"answer_retries": 2, "on_error": "no_match", "json_mode": True, "max_tokens": None}
+_LLM_DEFAULTS: dict[str, Any] = {
+    "answer_retries": 2,
+    "on_error": "no_match",
+    "json_mode": True,
+    "max_tokens": None,
+    "judge_budget": 24_000,  # llm.judge.DEFAULT_BUDGET, not imported: that would load the LLM code
+}
 _CLIENT_DEFAULTS: dict[str, Any] = {
     "timeout": 60.0,
     "retries": 3,

@@ -15,6 +15,7 @@ import asyncio
 import operator
 import os
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -28,10 +29,16 @@ from ..errors import Error
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from openai import AsyncOpenAI, OpenAI
 
-__all__ = ["LLMClient", "Reply", "Usage", "LLMError"]
+__all__ = ["LLMClient", "Reply", "Usage", "LLMError", "endpoint_error", "too_large"]
 
-# HTTP statuses worth another try: the request may succeed unchanged later.
-_TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+# HTTP statuses worth another try (and every 5xx): the request may succeed unchanged later.
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+# How servers word "the prompt does not fit" (OpenAI, vLLM, llama.cpp, Ollama, proxies).
+_TOO_LARGE = re.compile(
+    r"context.{0,20}(length|window|size)|too (large|long|many tokens)|maximum.{0,30}(tokens|context|length)"
+    r"|exceeds?.{0,30}(tokens|context|limit)|prompt is too",
+    re.IGNORECASE,
+)
 
 T = TypeVar("T")
 
@@ -101,8 +108,32 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         return True
     if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in _TRANSIENT_STATUS
+        return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
     return False
+
+
+def endpoint_error(exc: BaseException) -> bool:
+    """True when ``exc`` came from the endpoint or the way to it (an
+    :class:`LLMError` after the retries, or any ``openai`` error), not from
+    a bug of the caller."""
+    if isinstance(exc, LLMError):
+        return True
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - no client can have been made
+        return False
+    return isinstance(exc, openai.OpenAIError)
+
+
+def too_large(exc: BaseException) -> bool:
+    """True when the endpoint refused a request because the prompt is over
+    its context (a 400 or 413 saying so): a smaller prompt may pass."""
+    status = getattr(exc, "status_code", None)
+    if status not in (400, 413):
+        return False
+    if status == 413 or getattr(exc, "code", None) == "context_length_exceeded":
+        return True
+    return bool(_TOO_LARGE.search(str(exc)))
 
 
 def _retry_after(exc: BaseException) -> Optional[float]:
@@ -125,7 +156,7 @@ class LLMClient:
     the ``openai`` client's own defaults (``OPENAI_BASE_URL``,
     ``OPENAI_API_KEY``). ``timeout`` bounds each request in seconds;
     ``retries`` is how many times a transient failure (connection error,
-    timeout, 408/409/425/429/5xx) is retried, sleeping ``backoff * 2**n``
+    timeout, 408/409/425/429, any 5xx) is retried, sleeping ``backoff * 2**n``
     seconds (at most ``max_backoff``, with jitter) in between; other errors
     (a bad request, a wrong key) raise at once. ``options`` are extra keyword
     arguments for every chat request (``seed``, ``top_p``, ...).
@@ -344,14 +375,20 @@ class LLMClient:
         args = self._chat_args(messages, json_mode, max_tokens)
         return await self._arun(self._flow("chat.completions", args, self._reply))
 
-    def complete(self, prompt: str) -> str:
-        """The answer to one user message: ``complete(prompt) -> str``, the
-        shape the simulation's LLM policy takes."""
-        return self.chat([{"role": "user", "content": prompt}]).text
+    @staticmethod
+    def _messages(prompt: str, system: Optional[str]) -> list[dict[str, str]]:
+        head = [{"role": "system", "content": system}] if system else []
+        return head + [{"role": "user", "content": prompt}]
 
-    async def acomplete(self, prompt: str) -> str:
+    def complete(self, prompt: str, system: Optional[str] = None) -> str:
+        """The answer to one user message, after the ``system`` message when
+        one is given: ``complete(prompt, system=None) -> str``, the shape the
+        simulation's LLM policy takes."""
+        return self.chat(self._messages(prompt, system)).text
+
+    async def acomplete(self, prompt: str, system: Optional[str] = None) -> str:
         """``complete`` for asyncio."""
-        return (await self.achat([{"role": "user", "content": prompt}])).text
+        return (await self.achat(self._messages(prompt, system))).text
 
     # -- embeddings -------------------------------------------------------------
 

@@ -1,13 +1,30 @@
 """The LLM equivalence judge: ``judges.llm(model, base_url=None, api_key=None, ...)``.
 
-One prompt per call covers all of its requests (one deposit's, or those of a
-pass of ``deposit_many``, several deposits'). The model must answer
-with one JSON object, ``{"verdicts": [{"request": 0, "match": 12}, ...]}``,
-one verdict per request, each ``match`` either ``null`` or the id of one of
-that request's candidates. Anything else (not JSON, a verdict missing, an id
-that was not offered) is a malformed answer: it never merges anything. The
-judge asks again, and after ``answer_retries`` more tries answers "no match"
-for every request of that deposit.
+A call's requests (one deposit's, or those of a pass of ``deposit_many``,
+several deposits') go out in as few prompts as fit ``judge_budget`` tokens
+(estimated as characters / 3, which over-counts English for common
+tokenizers); a request too large for the budget alone is sent alone, its
+lowest-ranked candidates dropped and, if need be, its texts shortened. Every
+statement is shown with who reports it (``reported_by``: the deposit's owner)
+and every candidate with who reported it when the store shows owners
+(``Store(judge_sees_owners=True)``), so that a first-person account ("I told
+Ophelia") is read from its reporter.
+
+The model must answer with one JSON object, ``{"verdicts": [{"request": 0,
+"match": 12}, ...]}``, one verdict per request, each ``match`` either
+``null`` or the id of one of that request's candidates. Anything else (not
+JSON, a verdict missing, an id that was not offered, a refusal) is a
+malformed answer: it never merges anything. The judge asks again, and after
+``answer_retries`` more tries answers "no match" for that prompt's requests.
+
+Endpoint failures never merge either. The client retries a transient failure
+(a timeout, a lost connection, 408/409/425/429, any 5xx) with backoff; a
+prompt the endpoint refuses as over its context (a 400 or 413 saying so) is
+split in halves and each half asked again, down to a single request; any
+other failure (retries spent, a bad request, a wrong key) is counted and,
+with ``on_error="no_match"`` (the default), the prompt's requests are
+answered "no match" (``None``), so the statements become new records.
+``on_error="raise"`` raises it instead and the deposit changes nothing.
 
 A duplicate that slips through costs one extra record; a wrong merge loses a
 fact. So every doubt resolves to "no match".
@@ -17,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 from collections import OrderedDict
@@ -24,11 +42,24 @@ from dataclasses import dataclass, replace
 from typing import Any, Generator, Mapping, Optional, Sequence, Union
 
 from ..judges import JudgeRequest
-from .client import LLMClient, LLMError, Reply
+from ..records import Memory
+from .client import LLMClient, Reply, endpoint_error, too_large
 
-__all__ = ["LLMJudge", "JudgeStats", "MalformedAnswer", "llm", "build_messages", "parse_verdicts"]
+__all__ = [
+    "LLMJudge",
+    "JudgeStats",
+    "MalformedAnswer",
+    "llm",
+    "build_messages",
+    "parse_verdicts",
+    "estimate_tokens",
+    "DEFAULT_BUDGET",
+]
 
 log = logging.getLogger(__name__)
+
+#: Tokens a judge prompt may take by default: far below any 128k context, and a batch is never one huge prompt.
+DEFAULT_BUDGET = 24_000
 
 SYSTEM_PROMPT = """\
 You maintain a memory shared by many agents. Each request gives a new \
@@ -38,23 +69,44 @@ or state of the world, possibly in other words or from another witness. \
 Related, partly overlapping, or more or less specific facts are not the same \
 fact; neither are facts that differ in who, what, where or when.
 
+"reported_by" says who reports a text. Read first-person words from the \
+reporter: "I", "me" and "my" are the reporter, "you" is whom the reporter \
+addresses. "I told Ophelia" reported by Hamlet is the same fact as "Hamlet \
+told me" reported by Ophelia, and not the same as "I told Ophelia" reported \
+by Polonius. A candidate with several reporters was worded by one of them: \
+if its meaning depends on which one, it is not a match. A candidate without \
+"reported_by" has an unknown reporter.
+
 Answer with one JSON object and nothing else:
 {"verdicts": [{"request": 0, "match": 12}, {"request": 1, "match": null}]}
 Give exactly one verdict per request, in order. "match" is the id of the \
 candidate that states the same fact, or null when none does."""
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+# The user message is '{"requests": [' + entries joined by ', ' + ']}'.
+_WRAPPER = len('{"requests": []}')
+# A text shortened to fit the budget ends so.
+_CUT = " [...]"
 
-# Key of one verdict: the statement and the ids it was weighed against.
-_Key = tuple[str, tuple[int, ...]]
+# Key of one verdict: the reporter, the statement, and the candidates (ids and owner sets) it was weighed against.
+_Key = tuple[str, str, tuple[tuple[int, tuple[str, ...]], ...]]
 
-# One deposit's judging: yields a prompt's messages, receives the reply or the
-# client's LLMError, returns the verdicts.
-_Flow = Generator[list[dict[str, str]], Union[Reply, LLMError], list[Optional[int]]]
+# One prompt's exchange: the flow yields a prompt's messages and receives the
+# reply, or the endpoint's exception.
+_Answer = Union[Reply, Exception]
+_Flow = Generator[list[dict[str, str]], _Answer, list[Optional[int]]]
 
 
 class MalformedAnswer(ValueError):
     """The model's answer is not a complete, valid set of verdicts."""
+
+
+class _TooLarge(Exception):
+    """The endpoint refused a prompt as over its context (``error``)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -65,7 +117,10 @@ class JudgeStats:
     requests answered from the verdict cache; ``prompts``: prompts sent;
     ``malformed``: answers refused by validation; ``fallbacks``: requests
     answered "no match" because no valid answer came; ``merges``: verdicts
-    that named a candidate.
+    that named a candidate; ``failures``: prompts that failed at the endpoint
+    for good (their requests fell back); ``splits``: prompts split because
+    the endpoint refused them as too large; ``truncated``: requests sent with
+    candidates dropped or texts shortened to fit the budget.
     """
 
     deposits: int = 0
@@ -75,24 +130,44 @@ class JudgeStats:
     malformed: int = 0
     fallbacks: int = 0
     merges: int = 0
+    failures: int = 0
+    splits: int = 0
+    truncated: int = 0
+
+
+def estimate_tokens(chars: int) -> int:
+    """A conservative token count for ``chars`` characters of prompt (chars / 3)."""
+    return math.ceil(chars / 3)
+
+
+def _reporters(c: Memory) -> Optional[Union[str, list[str]]]:
+    owners = sorted(c.owners)
+    if not owners:
+        return None  # the store does not show owners: unknown
+    return owners[0] if len(owners) == 1 else owners
+
+
+def _entry(i: int, r: JudgeRequest) -> dict[str, Any]:
+    candidates = []
+    for c in r.candidates:
+        who = _reporters(c)
+        candidates.append(
+            {"id": c.id, "text": c.text} if who is None else {"id": c.id, "reported_by": who, "text": c.text}
+        )
+    return {"request": i, "reported_by": r.owner, "statement": r.statement, "candidates": candidates}
 
 
 def build_messages(requests: Sequence[JudgeRequest]) -> list[dict[str, str]]:
     """The chat messages of one prompt covering ``requests``."""
-    payload = {
-        "requests": [
-            {
-                "request": i,
-                "statement": r.statement,
-                "candidates": [{"id": c.id, "text": c.text} for c in r.candidates],
-            }
-            for i, r in enumerate(requests)
-        ]
-    }
+    payload = {"requests": [_entry(i, r) for i, r in enumerate(requests)]}
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
     ]
+
+
+def _chars(messages: Sequence[Mapping[str, str]]) -> int:
+    return sum(len(m["content"]) for m in messages)
 
 
 def _strict_int(value: Any) -> bool:
@@ -137,13 +212,19 @@ class LLMJudge:
     both share the cache and the counters. ``client`` is the
     :class:`LLMClient` (its ``usage`` has calls, tokens and seconds).
 
-    ``answer_retries``: how many more times a malformed answer is asked for
-    again. ``on_error``: what a deposit gets when the endpoint stays
-    unreachable after the client's retries: ``"no_match"`` (the default: the
-    statements become new records, nothing is lost) or ``"raise"`` (the
-    deposit fails and the store is unchanged). Permanent errors (a wrong key,
-    an unknown model) always raise. ``cache_size``: verdicts remembered, keyed
-    by statement and candidate ids (0 turns the cache off).
+    ``judge_budget``: the tokens one prompt may take (estimated as characters
+    / 3); a call whose requests need more is split into several prompts, each
+    within it. ``answer_retries``: how many more times a malformed answer is
+    asked for again. ``on_error``: what a prompt's requests get when the
+    endpoint fails for good (a transient failure after the client's retries,
+    a bad request, a wrong key, an unknown model): ``"no_match"`` (the
+    default: ``None`` for each, the statements become new records, nothing
+    is lost; the failure is logged and counted in ``stats.failures``) or
+    ``"raise"`` (the deposit fails and the store is unchanged). A prompt
+    refused as over the endpoint's context is split in halves whatever
+    ``on_error`` says; a single request refused so falls back to ``None``.
+    ``cache_size``: verdicts remembered, keyed by the reporter, the statement
+    and the candidates' ids and owner sets (0 turns the cache off).
     """
 
     def __init__(
@@ -155,6 +236,7 @@ class LLMJudge:
         cache_size: int = 65536,
         json_mode: bool = True,
         max_tokens: Optional[int] = None,
+        judge_budget: int = DEFAULT_BUDGET,
     ) -> None:
         if isinstance(answer_retries, bool) or not isinstance(answer_retries, int) or answer_retries < 0:
             raise ValueError(f"answer_retries must be an int >= 0, got {answer_retries!r}")
@@ -162,12 +244,15 @@ class LLMJudge:
             raise ValueError(f"on_error must be 'no_match' or 'raise', got {on_error!r}")
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ValueError(f"cache_size must be an int >= 0, got {cache_size!r}")
+        if isinstance(judge_budget, bool) or not isinstance(judge_budget, int) or judge_budget < 1:
+            raise ValueError(f"judge_budget must be an int >= 1 (tokens), got {judge_budget!r}")
         self.client = client
         self.answer_retries = answer_retries
         self.on_error = on_error
         self.cache_size = cache_size
         self.json_mode = json_mode
         self.max_tokens = max_tokens
+        self.judge_budget = judge_budget
         self._cache: OrderedDict[_Key, Optional[int]] = OrderedDict()
         self._lock = threading.Lock()
         self._stats = JudgeStats()
@@ -184,7 +269,7 @@ class LLMJudge:
 
     def counters(self) -> dict[str, Any]:
         """The judge's and its client's counters in one flat dict (calls,
-        tokens, seconds, cache hits, malformed answers, ...)."""
+        errors, tokens, seconds, cache hits, malformed answers, fallbacks, ...)."""
         u = self.client.usage
         out: dict[str, Any] = dict(vars(self.stats))
         out.update(vars(u))
@@ -205,12 +290,13 @@ class LLMJudge:
 
     @staticmethod
     def _key(r: JudgeRequest) -> Optional[_Key]:
-        ids = tuple(sorted(c.id for c in r.candidates))
+        cands = tuple(sorted((c.id, tuple(sorted(c.owners))) for c in r.candidates))
         # Negative ids are provisional (staged in a deposit_many batch) and are
         # reused by later batches for other records: never cache them.
-        if any(i < 0 for i in ids):
+        if any(i < 0 for i, _ in cands):
             return None
-        return (r.statement, ids)
+        # Who reports it is part of the question: "I told Ophelia" differs with the reporter.
+        return (r.owner, r.statement, cands)
 
     def _lookup(self, requests: Sequence[JudgeRequest]) -> tuple[list[Optional[int]], list[int]]:
         """Cached verdicts, and the positions still to ask the model about."""
@@ -239,7 +325,61 @@ class LLMJudge:
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
 
-    # -- one deposit ------------------------------------------------------------
+    # -- the budget -------------------------------------------------------------
+
+    def _room(self) -> int:
+        """Characters of request entries a prompt may carry within the budget."""
+        return self.judge_budget * 3 - len(SYSTEM_PROMPT) - _WRAPPER
+
+    def _fit(self, r: JudgeRequest) -> Optional[JudgeRequest]:
+        """``r`` made to fit the budget alone (``r`` itself when it does):
+        the lowest-ranked candidates dropped, then the texts shortened; None
+        when not even that fits."""
+        room = self._room()
+
+        def size(x: JudgeRequest) -> int:
+            return len(json.dumps(_entry(0, x), ensure_ascii=False))
+
+        if size(r) <= room:
+            return r
+        cands = list(r.candidates)
+        while len(cands) > 1 and size(JudgeRequest(r.statement, r.owner, cands)) > room:
+            cands.pop()  # candidates come best first
+        fitted = JudgeRequest(r.statement, r.owner, cands)
+        for _ in range(4):  # escapes make the size a little more than the characters cut
+            over = size(fitted) - room
+            if over <= 0 or not cands:
+                break
+            # Shorten the statement and the one candidate left by the same share.
+            cut = math.ceil(over / 2) + len(_CUT)
+            text, cand = fitted.statement.removesuffix(_CUT), fitted.candidates[0]
+            kept = cand.text.removesuffix(_CUT)
+            if cut >= len(text) or cut >= len(kept):
+                break
+            short = replace(cand, text=kept[: len(kept) - cut] + _CUT)
+            fitted = JudgeRequest(text[: len(text) - cut] + _CUT, r.owner, [short])
+        return fitted if size(fitted) <= room else None
+
+    def _chunks(self, asked: Sequence[JudgeRequest]) -> list[list[JudgeRequest]]:
+        """``asked`` in consecutive prompts within the budget (a request too
+        large alone is fitted and sent alone, or left out when nothing fits)."""
+        room = self._room()
+        chunks: list[list[JudgeRequest]] = []
+        chunk: list[JudgeRequest] = []
+        used = 0
+        for n, r in enumerate(asked):
+            # Numbered as in the whole call: at least as many digits as in any prompt.
+            size = len(json.dumps(_entry(n, r), ensure_ascii=False)) + 2  # the ", " between entries
+            if chunk and used + size > room:
+                chunks.append(chunk)
+                chunk, used = [], 0
+            chunk.append(r)
+            used += size
+        if chunk:
+            chunks.append(chunk)
+        return chunks
+
+    # -- one call ---------------------------------------------------------------
 
     def _check(self, reply: Reply, asked: Sequence[JudgeRequest], attempt: int) -> Optional[list[Optional[int]]]:
         """The validated verdicts, or None when the answer is malformed."""
@@ -251,53 +391,91 @@ class LLMJudge:
                 "%s: malformed answer (try %d of %d): %s", self.__name__, attempt + 1, self.answer_retries + 1, e
             )
             return None
-        self._remember(asked, verdicts)
         self._count(merges=sum(v is not None for v in verdicts))
         return verdicts
 
-    def _give_up(self, asked: Sequence[JudgeRequest], error: Optional[LLMError]) -> list[Optional[int]]:
-        if error is not None and self.on_error == "raise":
-            raise error
-        self._count(fallbacks=len(asked))
-        return [None] * len(asked)
+    def _give_up(self, n: int, error: Optional[Exception]) -> list[Optional[int]]:
+        if error is not None:
+            self._count(failures=1)
+            if self.on_error == "raise":
+                raise error
+            log.warning("%s: the endpoint failed, %d requests fall back to no match: %s", self.__name__, n, error)
+        self._count(fallbacks=n)
+        return [None] * n
 
-    def _merge(
-        self, verdicts: list[Optional[int]], todo: Sequence[int], answers: Sequence[Optional[int]]
-    ) -> list[Optional[int]]:
-        for i, v in zip(todo, answers):
-            verdicts[i] = v
-        return verdicts
+    def _ask(self, asked: list[JudgeRequest], remember: bool = True) -> _Flow:
+        """One prompt and its retries of a malformed answer; raises
+        ``_TooLarge`` when the endpoint refuses the prompt as too large."""
+        messages = build_messages(asked)
+        for attempt in range(self.answer_retries + 1):
+            self._count(prompts=1)
+            reply = yield messages
+            if isinstance(reply, Exception):
+                if too_large(reply):
+                    raise _TooLarge(reply)
+                return self._give_up(len(asked), reply)
+            answers = self._check(reply, asked, attempt)
+            if answers is not None:
+                if remember:
+                    self._remember(asked, answers)
+                return answers
+        return self._give_up(len(asked), None)
+
+    def _judged(self, asked: list[JudgeRequest]) -> _Flow:
+        """Verdicts for ``asked`` within the budget: a prompt the endpoint
+        refuses as too large is split in halves, down to one request."""
+        remember = True
+        if len(asked) == 1:
+            fitted = self._fit(asked[0])
+            if fitted is None:
+                log.warning("%s: a request does not fit judge_budget=%d tokens", self.__name__, self.judge_budget)
+                self._count(truncated=1, fallbacks=1)
+                return [None]
+            if fitted is not asked[0]:
+                self._count(truncated=1)
+                asked, remember = [fitted], False  # only part of the question is asked: not cached
+        chunks = self._chunks(asked)
+        if len(chunks) > 1:
+            out: list[Optional[int]] = []
+            for chunk in chunks:
+                out += yield from self._judged(chunk)
+            return out
+        try:
+            return (yield from self._ask(asked, remember))
+        except _TooLarge as refused:
+            if len(asked) == 1:
+                return self._give_up(1, refused.error)
+        self._count(splits=1)
+        half = len(asked) // 2
+        first = yield from self._judged(asked[:half])
+        return first + (yield from self._judged(asked[half:]))
 
     def _flow(self, requests: list[JudgeRequest]) -> _Flow:
-        """One deposit's judging as a generator: it yields each prompt's
-        messages and receives the reply (or the client's ``LLMError``), so
+        """One call's judging as a generator: it yields each prompt's
+        messages and receives the reply (or the endpoint's exception), so
         that the sync and async entry points share it."""
         verdicts, todo = self._lookup(requests)
         if not todo:
             return verdicts
         asked = [requests[i] for i in todo]
-        messages = build_messages(asked)
-        for attempt in range(self.answer_retries + 1):
-            self._count(prompts=1)
-            reply = yield messages
-            if isinstance(reply, LLMError):
-                return self._merge(verdicts, todo, self._give_up(asked, reply))
-            answers = self._check(reply, asked, attempt)
-            if answers is not None:
-                return self._merge(verdicts, todo, answers)
-        return self._merge(verdicts, todo, self._give_up(asked, None))
+        answers = yield from self._judged(asked)
+        for i, v in zip(todo, answers):
+            verdicts[i] = v
+        return verdicts
 
     def __call__(self, requests: list[JudgeRequest]) -> list[Optional[int]]:
-        """The verdicts for one deposit's requests (one prompt at most, plus
-        retries of a malformed answer)."""
+        """The verdicts for one call's requests (as few prompts as fit the
+        budget, plus retries of a malformed answer)."""
         flow = self._flow(requests)
         try:
             messages = next(flow)
             while True:
-                reply: Union[Reply, LLMError]
+                reply: _Answer
                 try:
                     reply = self.client.chat(messages, json_mode=self.json_mode, max_tokens=self.max_tokens)
-                except LLMError as e:
+                except Exception as e:
+                    if not endpoint_error(e):
+                        raise
                     reply = e
                 messages = flow.send(reply)
         except StopIteration as stop:
@@ -310,10 +488,12 @@ class LLMJudge:
         try:
             messages = next(flow)
             while True:
-                reply: Union[Reply, LLMError]
+                reply: _Answer
                 try:
                     reply = await self.client.achat(messages, json_mode=self.json_mode, max_tokens=self.max_tokens)
-                except LLMError as e:
+                except Exception as e:
+                    if not endpoint_error(e):
+                        raise
                     reply = e
                 messages = flow.send(reply)
         except StopIteration as stop:
@@ -336,13 +516,14 @@ def llm(
     temperature: Optional[float] = 0.0,
     max_tokens: Optional[int] = None,
     options: Optional[Mapping[str, Any]] = None,
+    judge_budget: int = DEFAULT_BUDGET,
 ) -> LLMJudge:
     """An equivalence judge on any OpenAI-compatible chat endpoint.
 
     ``timeout`` (seconds per request), ``retries``, ``backoff`` and
     ``max_backoff`` govern transport failures (see :class:`LLMClient`);
-    ``answer_retries``, ``on_error`` and ``cache_size`` the answers (see
-    :class:`LLMJudge`). ``json_mode=False`` for servers that reject
+    ``answer_retries``, ``on_error``, ``cache_size`` and ``judge_budget``
+    (tokens per prompt) the answers (see :class:`LLMJudge`). ``json_mode=False`` for servers that reject
     ``response_format``; ``options`` go to every request (``seed``, ...).
     """
     client = LLMClient(
@@ -363,4 +544,5 @@ def llm(
         on_error=on_error,
         cache_size=cache_size,
         json_mode=json_mode,
+        judge_budget=judge_budget,
     )

@@ -21,7 +21,7 @@ from .collaborative import CollaborativeBackend
 from .g_memory import GMemoryBackend
 from .generative_agents import GenerativeAgentsBackend
 from .kernel import Kernel, RoundLog
-from .llm_policy import LLMPolicy, openai_complete
+from .llm_policy import LLMPolicies, LLMPolicy, openai_complete
 from .memory_policy import MemoryPolicy
 from .play import Beat, Play, Scene, parse_play
 from .plays import find_play, list_plays, load_play
@@ -55,6 +55,7 @@ __all__ = [
     "ScriptedPolicy",
     "MemoryPolicy",
     "LLMPolicy",
+    "LLMPolicies",
     "openai_complete",
     "ShortTermMemory",
     "GoalStack",

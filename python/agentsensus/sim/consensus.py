@@ -76,6 +76,9 @@ class ConsensusBackend:
             # search was 59 s of it) for 3,799 records against 3,811 and more names lost (0.298
             # against 0.287 of keep_names merges): docs/simulation.md.
             "lexical_candidates": 0,
+            # The judge sees who reported each candidate: an account in the first person ("I told
+            # Ophelia") means another fact with another reporter. The offline judge ignores owners.
+            "judge_sees_owners": True,
         }
         self.stores: dict[str, Any] = {}
         self.seen: set[str] = set()  # every owner that deposited

@@ -259,6 +259,23 @@ def _judge(backends: Backends) -> list[str]:
     ]
 
 
+def _model(metrics: Mapping[str, Any]) -> list[str]:
+    """The model's calls, failures and tokens (runs with --llm-base-url)."""
+    llm = metrics.get("llm")
+    if not llm:
+        return []
+    keys = ("calls", "errors", "malformed", "fallbacks", "prompt_tokens", "completion_tokens")
+    rows = [[part] + [llm[part].get(k) for k in keys] for part in ("policy", "judge") if part in llm]
+    rows.append(["total"] + [llm.get(k) for k in keys])
+    return [
+        "<h2>The model</h2>",
+        _table(["", "calls", "errors", "malformed", "fallbacks", "prompt tokens", "completion tokens"], rows),
+        "<p class='note'>Calls: HTTP requests, retries included; errors: those that failed; malformed: answers "
+        "with no usable action or verdicts; fallbacks: decisions that became <code>observe</code> and "
+        "statements the judge left unmerged for want of an answer.</p>",
+    ]
+
+
 def _cache_and_merging(metrics: Mapping[str, Any]) -> list[str]:
     """Table 3: the three cache policies with merging on, and merging off."""
     cache = metrics.get("cache") or {}
@@ -569,6 +586,7 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
         _sharing(backends),
         _judge(backends),
         _controls(metrics),
+        _model(metrics),
         _cache_and_merging(metrics),
         _costs(backends),
         _actions_and_grounding(backends),

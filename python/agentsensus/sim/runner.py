@@ -42,6 +42,7 @@ from .g_memory import GMemoryBackend
 from .generative_agents import GenerativeAgentsBackend
 from .goals import seek_lists
 from .kernel import Kernel, RoundLog
+from .llm_usage import llm_usage
 from .machine import describe_machine, load_average
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
@@ -346,6 +347,9 @@ def run(
         shutil.rmtree(store_dir, ignore_errors=True)
     metrics["seconds"] = round(time.perf_counter() - t_all, 2)
     machine["load_end"] = load_average()
+    usage = llm_usage(policy, judge)  # a model's calls, failures and tokens, when one took part
+    if usage is not None:
+        metrics["llm"] = usage
     if out is not None:
         out_dir = Path(out)
         out_dir.mkdir(parents=True, exist_ok=True)

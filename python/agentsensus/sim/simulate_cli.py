@@ -61,6 +61,12 @@ def build_parser(prog: str = _PROG) -> argparse.ArgumentParser:
     p.add_argument("--llm-base-url", default=None, help="an OpenAI-compatible endpoint for the policy and the judge")
     p.add_argument("--model", default=None, help="the model name at --llm-base-url")
     p.add_argument(
+        "--judge-budget",
+        type=int,
+        default=24000,
+        help="tokens one judge prompt may take (estimated as characters / 3); a bigger batch is split (default: 24000)",
+    )
+    p.add_argument(
         "--api-key-env",
         default="OPENAI_API_KEY",
         help="the environment variable holding the endpoint's key (default: OPENAI_API_KEY)",
@@ -125,6 +131,8 @@ def cli_main(argv: list[str]) -> int:
         return _fail("--rounds must be at least 1")
     if not 0.0 <= args.variation <= 1.0:
         return _fail("--variation must be between 0 and 1")
+    if args.judge_budget < 1:
+        return _fail("--judge-budget must be at least 1 (tokens)")
     try:
         check_out(args.out)
     except ValueError as e:
@@ -214,13 +222,13 @@ def _llm(args: argparse.Namespace) -> dict[str, Any]:
     from agentsensus.llm.client import LLMClient
     from agentsensus.llm.judge import LLMJudge
 
-    from .llm_policy import LLMPolicy
+    from .llm_policy import LLMPolicies
 
     key = os.environ.get(args.api_key_env) or "not-needed"  # local endpoints take any key
     client = LLMClient(args.model, base_url=args.llm_base_url, api_key=key)
-    judge = LLMJudge(LLMClient(args.model, base_url=args.llm_base_url, api_key=key))
-    world = args.world
-    return {"policy": lambda: LLMPolicy(client.complete, world=world), "judge": judge}
+    judge = LLMJudge(LLMClient(args.model, base_url=args.llm_base_url, api_key=key), judge_budget=args.judge_budget)
+    # The persona names the play by its title (the world the policy is shown), not by --world's file name.
+    return {"policy": LLMPolicies(client.complete), "judge": judge}
 
 
 def _summary(metrics: dict) -> None:  # type: ignore[type-arg]
