@@ -49,8 +49,8 @@ def _both(m, filters):
         ({"priority": {"lt": 5}}, {"Tea at seven."}),
         ({"priority": {"lte": 5}}, {"Tea at seven.", "Standup at nine."}),
         ({"priority": {"gte": 2, "lt": 8}}, {"Tea at seven.", "Standup at nine."}),
-        ({"priority": {"ne": 2}}, {"Standup at nine.", "Deploy on Fridays.", "Call mum on Sundays."}),
-        ({"priority": {"nin": [2, 5]}}, {"Deploy on Fridays.", "Call mum on Sundays."}),
+        ({"priority": {"ne": 2}}, {"Standup at nine.", "Deploy on Fridays."}),  # absent fails ne
+        ({"priority": {"nin": [2, 5]}}, {"Deploy on Fridays."}),
         ({"tag": {"contains": "meeting"}}, {"Standup at nine."}),
         ({"tag": {"contains": "morning"}}, set()),
         ({"tag": {"icontains": "morning"}}, {"Tea at seven."}),

@@ -10,8 +10,10 @@ contains icontains`` (all must hold); and the logical keys ``AND`` and ``OR``
 (a list of such dicts: all of them, at least one) and ``NOT`` (a list: none
 of them). ``$and``, ``$or`` and ``$not`` are read as ``AND``, ``OR`` and
 ``NOT``, as mem0's Qdrant store does, and ``$gte`` (the store's spelling,
-mem0 1.x's examples) as ``gte``, and so on. A field that is absent fails every
-test but ``ne`` and ``nin``. ``gt``/``gte``/``lt``/``lte`` compare numbers,
+mem0 1.x's examples) as ``gte``, and so on. A field that is absent fails
+every test, ``ne`` and ``nin`` included (as in mem0's Qdrant and pgvector
+stores); ``"*"`` is mem0's "any value" (its pgvector and OpenSearch stores
+test that the field exists; its local Qdrant cannot, and drops the clause). ``gt``/``gte``/``lt``/``lte`` compare numbers,
 or ISO dates and times (``created_at`` among them) as times.
 
 The engine's ``where`` (agentsensus.record_meta) is a conjunction of
@@ -98,12 +100,12 @@ def _field_test(key: str, op: str, want: Any) -> Test:
 
     def test(fields: Mapping[str, Any]) -> bool:
         have = fields.get(key, _ABSENT)
-        if op == "ne":
-            return have is _ABSENT or not _same(have, want)
-        if op == "nin":
-            return have is _ABSENT or not any(_same(have, v) for v in values)
         if have is _ABSENT:
-            return False
+            return False  # as mem0's Qdrant and pgvector stores: even ne and nin
+        if op == "ne":
+            return not _same(have, want)
+        if op == "nin":
+            return not any(_same(have, v) for v in values)
         if op == "eq":
             return _same(have, want)
         if op == "in":
