@@ -9,6 +9,7 @@ adapter keeps are run too. The message texts are our own."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 from agentsensus.integrations.mem0 import Memory
@@ -159,3 +160,14 @@ def test_infer_uses_the_extractor_else_adds_messages_as_they_are(tmp_path) -> No
         assert [r["memory"] for r in got["results"]] == ["I live in Oslo.", "I cycle to work."]
         assert set(got["results"][0]) == {"id", "memory", "event"}
         assert m.store.dim == 64
+
+
+def test_the_docs_example_runs() -> None:
+    """docs/integrations.md's mem0 example, run as written (its asserts are
+    the check): the copy-paste code a reader starts from."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
+    section = doc[doc.index("## mem0:") :]
+    body = section[section.index("```python\n") + len("```python\n") :]
+    code = body[: body.index("```")]
+    assert "from agentsensus.integrations.mem0 import Memory" in code and "m.delete(mine" in code
+    exec(compile(code, "docs/integrations.md (mem0)", "exec"), {"__name__": "__doc_example__"})

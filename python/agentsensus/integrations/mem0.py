@@ -236,9 +236,6 @@ class Memory:
             raise ValueError("At least one of 'user_id', 'agent_id', or 'run_id' must be provided.")
         return owner, ids, rest
 
-    def _has(self, owner: str) -> bool:
-        return owner in self.store._handles().engine.owner_names()
-
     def _id(self, rid: int, owner: str, meta: Mapping[str, Any]) -> str:
         alias = meta.get(_ALIAS)
         return alias if isinstance(alias, str) else self._ids.encode(rid, owner)
@@ -269,15 +266,15 @@ class Memory:
                 if self._ids.owner_tag(owner) == tag and (acting is None or owner == acting):
                     return rid, owner, self.store.get(rid, owner=owner)
         # An update of a shared memory moved it to another record; it kept its id there.
-        owner = self._owner_of_tag(tag)
-        if owner is None or (acting is not None and owner != acting) or not self.store.owned(owner):
+        moved = self._owner_of_tag(tag)
+        if moved is None or (acting is not None and moved != acting):
             return None
         canonical = str(uuid.UUID(str(memory_id)))
         probe = np.full(self.store.dim, 1.0 / np.sqrt(self.store.dim), dtype=np.float32)
-        hits = self.store.recall(owner, probe, k=1, expand=False, where={_ALIAS: canonical})
+        hits = self.store.recall(moved, probe, k=1, expand=False, where={_ALIAS: canonical})
         if not hits:
             return None
-        return hits[0].id, owner, self.store.get(hits[0].id, owner=owner)
+        return hits[0].id, moved, self.store.get(hits[0].id, owner=moved)
 
     def _acting(self, user_id: Any, agent_id: Any, run_id: Any) -> Optional[str]:
         return self._scope(user_id, agent_id, run_id, need=False)[0]
@@ -355,7 +352,7 @@ class Memory:
         items = [it for it in items if it[0].strip()]
         if not items:
             return {"results": []}
-        held = set(self.store.owned(owner)) if self._has(owner) else set()
+        held = set(self.store.owned(owner))
         got = self.store.deposit(owner, [t for t, _, _ in items], metadata=[md for _, md, _ in items])
         results = []
         for rid, (text, _meta, msg) in zip(got.ids, items):
@@ -450,8 +447,6 @@ class Memory:
     def _listed(self, owner: str, ids: Mapping[str, str], rest: Mapping[str, Any]) -> list[_Row]:
         """The owner's memories of scope ``ids`` that pass ``rest``, oldest first."""
         test = compile_filters({**rest, **ids}).test
-        if not self._has(owner):
-            return []
         rows = (self.store.get(rid, owner=owner) for rid in self.store.owned(owner))
         return [m for m in rows if test(self._fields(m))]
 
@@ -525,7 +520,7 @@ class Memory:
                 "filters must contain at least one of: user_id, agent_id, run_id. Example: filters={'user_id': 'u1'}"
             )
         compiled = compile_filters({**rest, **ids})
-        if k == 0 or not self._has(owner):
+        if k == 0:
             return {"results": []}
         # A test the engine cannot run: rank every memory that passes its part, then test.
         scan = k if compiled.exact else max(len(self.store.owned(owner)), 1)
@@ -558,7 +553,7 @@ class Memory:
             first = changes[0].new  # this owner made the record: its first words
         else:
             first = said[0] if said else m.text
-        events = [("ADD", None, first)]
+        events: list[tuple[str, Optional[str], str]] = [("ADD", None, first)]
         events += [("UPDATE", c.old, c.new) for c in changes[1:] if c.event == "UPDATE" and c.owner == owner]
         created = meta.get(_CREATED) or _iso(m.created_at)
         return [
