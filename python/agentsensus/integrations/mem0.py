@@ -33,7 +33,7 @@ import functools
 import hashlib
 import logging
 import uuid
-from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Concatenate, Coroutine, Mapping, Optional, ParamSpec, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -59,6 +59,7 @@ _ALIAS, _CREATED, _UPDATED = _HIDDEN + "id", _HIDDEN + "created_at", _HIDDEN + "
 _CONFIG_KEYS = {"path", "embedder", "vector_store", "extractor", "version"}
 _MAX_RID = 2**63 - 1
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 
 def _embedder(spec: Any) -> Any:
@@ -313,6 +314,7 @@ class Memory:
 
     def add(
         self,
+        /,
         messages: Any,
         *,
         user_id: Optional[str] = None,
@@ -573,13 +575,17 @@ class Memory:
         ]
 
 
-def _in_thread(method: Callable[..., _T]) -> Callable[..., Any]:
+def _in_thread(
+    method: Callable[Concatenate[Memory, _P], _T],
+) -> Callable[Concatenate["AsyncMemory", _P], Coroutine[Any, Any, _T]]:
+    """``method`` of the async memory's ``Memory``, run in a worker thread."""
     name = method.__name__
 
-    @functools.wraps(method)
-    async def call(self: "AsyncMemory", *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(self.memory, name), *args, **kwargs)
+    async def call(self: "AsyncMemory", /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        result: _T = await asyncio.to_thread(getattr(self.memory, name), *args, **kwargs)
+        return result
 
+    functools.update_wrapper(call, method)  # the name and docstring of Memory's call
     return call
 
 
