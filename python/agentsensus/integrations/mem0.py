@@ -177,7 +177,7 @@ class Memory:
             self.store.close()
             raise
         self._tag_owners: dict[bytes, str] = {}  # owner tag -> owner, for ids whose record moved
-        self._tagged = 0  # how many owner names _tag_owners was built from
+        self._tagged: tuple[str, ...] = ()  # the owner names _tag_owners was built from
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "Memory":
@@ -244,10 +244,10 @@ class Memory:
     def _owner_of_tag(self, tag: bytes) -> Optional[str]:
         owner = self._tag_owners.get(tag)
         if owner is None:
-            names = self.store._handles().engine.owner_names()
-            if len(names) != self._tagged:
+            names = tuple(self.store._handles().engine.owner_names())
+            if names != self._tagged:
                 self._tag_owners = {self._ids.owner_tag(o): o for o in names}
-                self._tagged = len(names)
+                self._tagged = names
                 owner = self._tag_owners.get(tag)
         return owner
 
