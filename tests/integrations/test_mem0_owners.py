@@ -165,3 +165,15 @@ def test_async_memory_mirrors_memory(tmp_path) -> None:
     assert sync_out[0]["results"][0]["event"] == "ADD" and sync_out[1]["results"][0]["event"] == "ADD"
     assert sync_out[7] is None  # alice's id asked for as bob: unknown
     assert sync_out[9] == {"results": []}
+
+
+def test_an_id_changed_in_any_digit_names_no_memory(m) -> None:
+    """Ids are sealed: changing one hex digit of a real id (as a guess from
+    it would) gives an id of no memory, not a neighbour's."""
+    added = m.add([{"role": "user", "content": f"fact number {n}"} for n in range(20)], user_id="bob")
+    real = added["results"][7]["id"]
+    digits = [n for n, ch in enumerate(real) if ch != "-"]
+    for n in digits:
+        changed = real[:n] + ("0" if real[n] != "0" else "1") + real[n + 1 :]
+        assert m.get(changed) is None, changed
+    assert m.get(real)["memory"] == "fact number 7"

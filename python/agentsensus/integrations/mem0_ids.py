@@ -65,19 +65,24 @@ class IdCodec:
     """Seals (record id, owner) into a mem0 memory id and opens one."""
 
     def __init__(self, key: bytes) -> None:
-        self._key = key
+        self._mac = hmac.new(key, digestmod=hashlib.sha256)  # keyed once; each use copies it
         self._tags: dict[str, bytes] = {}
+
+    def _hmac(self, message: bytes) -> bytes:
+        mac = self._mac.copy()
+        mac.update(message)
+        return mac.digest()[:8]
 
     def owner_tag(self, owner: str) -> bytes:
         """The 8-byte tag of ``owner`` under the store's secret."""
         tag = self._tags.get(owner)
         if tag is None:
-            tag = hmac.new(self._key, b"owner\x00" + owner.encode("utf-8"), hashlib.sha256).digest()[:8]
+            tag = self._hmac(b"owner\x00" + owner.encode("utf-8"))
             self._tags[owner] = tag
         return tag
 
     def _round(self, n: int, half: bytes) -> bytes:
-        return hmac.new(self._key, bytes((n,)) + half, hashlib.sha256).digest()[:8]
+        return self._hmac(bytes((n,)) + half)
 
     def encode(self, rid: int, owner: str) -> str:
         """The id of ``owner``'s memory of record ``rid``."""
