@@ -177,3 +177,19 @@ def test_an_id_changed_in_any_digit_names_no_memory(m) -> None:
         changed = real[:n] + ("0" if real[n] != "0" else "1") + real[n + 1 :]
         assert m.get(changed) is None, changed
     assert m.get(real)["memory"] == "fact number 7"
+
+
+def test_rejoining_a_record_after_moving_out_of_it_gets_a_new_id(m) -> None:
+    """alice's update moves her words out of the record she shares with bob
+    (her id goes with them); when she says the old words again, she is back
+    in that record with a second memory, which gets an id of its own."""
+    alice, bob = _shared(m)
+    m.update(alice["id"], text="I am allergic to latex")
+    again = m.add(ALLERGY, user_id="alice")["results"][0]
+    assert again["event"] == "ADD" and again["id"] not in (alice["id"], bob["id"])
+    assert m.get(alice["id"])["memory"] == "I am allergic to latex"
+    assert m.get(again["id"])["memory"] == ALLERGY
+    listed = {r["id"]: r["memory"] for r in m.get_all(filters={"user_id": "alice"})["results"]}
+    assert listed == {alice["id"]: "I am allergic to latex", again["id"]: ALLERGY}
+    m.delete(again["id"])
+    assert m.get(alice["id"]) is not None and m.get(bob["id"]) is not None and m.get(again["id"]) is None

@@ -32,6 +32,7 @@ import datetime
 import functools
 import hashlib
 import logging
+import secrets
 import uuid
 from typing import Any, Callable, Concatenate, Coroutine, Mapping, Optional, ParamSpec, Sequence, TypeVar, Union
 
@@ -263,19 +264,37 @@ class Memory:
                 owners = self.store.get(rid).owners
             except KeyError:
                 owners = frozenset()
+            canonical = str(uuid.UUID(str(memory_id)))
             for owner in owners:
                 if self._ids.owner_tag(owner) == tag and (acting is None or owner == acting):
-                    return rid, owner, self.store.get(rid, owner=owner)
+                    m = self.store.get(rid, owner=owner)
+                    alias = (m.metadata or {}).get(_ALIAS)
+                    if alias is None or alias == canonical:  # else the id is of a memory that moved
+                        return rid, owner, m
         # An update of a shared memory moved it to another record; it kept its id there.
         moved = self._owner_of_tag(tag)
         if moved is None or (acting is not None and moved != acting):
             return None
-        canonical = str(uuid.UUID(str(memory_id)))
+        rid = self._aliased(moved, str(uuid.UUID(str(memory_id))))
+        return None if rid is None else (rid, moved, self.store.get(rid, owner=moved))
+
+    def _aliased(self, owner: str, memory_id: str) -> Optional[int]:
+        """The record of ``owner``'s memory that kept ``memory_id`` when an
+        update moved it (an exact scan of the owner's records, in the engine)."""
         probe = np.full(self.store.dim, 1.0 / np.sqrt(self.store.dim), dtype=np.float32)
-        hits = self.store.recall(moved, probe, k=1, expand=False, where={_ALIAS: canonical})
-        if not hits:
-            return None
-        return hits[0].id, moved, self.store.get(hits[0].id, owner=moved)
+        hits = self.store.recall(owner, probe, k=1, expand=False, where={_ALIAS: memory_id})
+        return hits[0].id if hits else None
+
+    def _rejoined(self, rid: int, owner: str, text: str, meta: dict[str, Any]) -> int:
+        """``owner``'s words merged into record ``rid`` that it left by an update,
+        whose moved memory kept the id (rid, owner) names: the new memory
+        gets an id of its own (of no record: found as a moved one is). Returns
+        the record that holds the new memory."""
+        natural = self._ids.encode(rid, owner)
+        if self._aliased(owner, natural) in (None, rid):
+            return rid
+        fresh = self._ids.encode((1 << 62) | secrets.randbits(62), owner)
+        return self.store.update(rid, text, owner=owner, metadata={**meta, _ALIAS: fresh})
 
     def _acting(self, user_id: Any, agent_id: Any, run_id: Any) -> Optional[str]:
         return self._scope(user_id, agent_id, run_id, need=False)[0]
@@ -357,7 +376,9 @@ class Memory:
         held = set(self.store.owned(owner))
         got = self.store.deposit(owner, [t for t, _, _ in items], metadata=[md for _, md, _ in items])
         results = []
-        for rid, (text, _meta, msg) in zip(got.ids, items):
+        for rid, merged, (text, meta, msg) in zip(got.ids, got.merged, items):
+            if merged and rid not in held:
+                rid = self._rejoined(rid, owner, text, meta)
             row: dict[str, Any] = {
                 "id": self._id(rid, owner, self.store.get(rid, owner=owner).metadata or {}),
                 "memory": text,  # the owner's own words: the record may read as another owner's
