@@ -275,8 +275,8 @@ class Memory:
         moved = self._owner_of_tag(tag)
         if moved is None or (acting is not None and moved != acting):
             return None
-        rid = self._aliased(moved, str(uuid.UUID(str(memory_id))))
-        return None if rid is None else (rid, moved, self.store.get(rid, owner=moved))
+        at = self._aliased(moved, str(uuid.UUID(str(memory_id))))
+        return None if at is None else (at, moved, self.store.get(at, owner=moved))
 
     def _aliased(self, owner: str, memory_id: str) -> Optional[int]:
         """The record of ``owner``'s memory that kept ``memory_id`` when an
