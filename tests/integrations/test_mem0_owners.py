@@ -193,3 +193,15 @@ def test_rejoining_a_record_after_moving_out_of_it_gets_a_new_id(m) -> None:
     assert listed == {alice["id"]: "I am allergic to latex", again["id"]: ALLERGY}
     m.delete(again["id"])
     assert m.get(alice["id"]) is not None and m.get(bob["id"]) is not None and m.get(again["id"]) is None
+
+
+def test_saying_a_moved_memorys_words_again_keeps_its_id(m) -> None:
+    """A memory that an update moved out of a shared record keeps its id
+    when its owner adds the same words again (``UPDATE``, same id)."""
+    alice, _ = _shared(m)
+    m.update(alice["id"], text="I am allergic to latex")
+    again = m.add("I am allergic to latex", user_id="alice", metadata={"source": "chart"})["results"][0]
+    assert (again["event"], again["id"]) == ("UPDATE", alice["id"])
+    got = m.get(alice["id"])
+    assert got is not None and got["memory"] == "I am allergic to latex" and got["metadata"] == {"source": "chart"}
+    assert [r["id"] for r in m.get_all(filters={"user_id": "alice"})["results"]] == [alice["id"]]

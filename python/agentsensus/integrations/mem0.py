@@ -285,6 +285,16 @@ class Memory:
         hits = self.store.recall(owner, probe, k=1, expand=False, where={_ALIAS: memory_id})
         return hits[0].id if hits else None
 
+    def _moved(self, owner: str, held: int) -> dict[int, str]:
+        """The owner's memories that an update moved (record -> the id they
+        kept), found by one scan of its records in the engine."""
+        if not held:
+            return {}
+        probe = np.full(self.store.dim, 1.0 / np.sqrt(self.store.dim), dtype=np.float32)
+        hits = self.store.recall(owner, probe, k=held, expand=False, where={_ALIAS: {"$gte": ""}})
+        aliases = {m.id: (m.metadata or {}).get(_ALIAS) for m in hits}
+        return {rid: a for rid, a in aliases.items() if isinstance(a, str) and a != self._ids.encode(rid, owner)}
+
     def _rejoined(self, rid: int, owner: str, text: str, meta: dict[str, Any]) -> int:
         """``owner``'s words merged into record ``rid`` that it left by an update,
         whose moved memory kept the id (rid, owner) names: the new memory
@@ -374,11 +384,14 @@ class Memory:
         if not items:
             return {"results": []}
         held = set(self.store.owned(owner))
+        moved = self._moved(owner, len(held))
         got = self.store.deposit(owner, [t for t, _, _ in items], metadata=[md for _, md, _ in items])
         results = []
         for rid, merged, (text, meta, msg) in zip(got.ids, got.merged, items):
             if merged and rid not in held:
                 rid = self._rejoined(rid, owner, text, meta)
+            elif rid in moved:  # the deposit replaced this owner's metadata: the id goes back in
+                rid = self.store.update(rid, text, owner=owner, metadata={**meta, _ALIAS: moved.pop(rid)})
             row: dict[str, Any] = {
                 "id": self._id(rid, owner, self.store.get(rid, owner=owner).metadata or {}),
                 "memory": text,  # the owner's own words: the record may read as another owner's
