@@ -480,11 +480,20 @@ class Memory:
 
     # -- reads -------------------------------------------------------------------
 
-    def _listed(self, owner: str, ids: Mapping[str, str], rest: Mapping[str, Any]) -> list[_Row]:
-        """The owner's memories of scope ``ids`` that pass ``rest``, oldest first."""
+    def _listed(
+        self, owner: str, ids: Mapping[str, str], rest: Mapping[str, Any], limit: Optional[int] = None
+    ) -> list[_Row]:
+        """The owner's memories of scope ``ids`` that pass ``rest``, oldest
+        first, the first ``limit`` of them (all: ``None``)."""
         test = compile_filters({**rest, **ids}).test
-        rows = (self.store.get(rid, owner=owner) for rid in self.store.owned(owner))
-        return [m for m in rows if test(self._fields(m))]
+        out: list[_Row] = []
+        for rid in self.store.owned(owner):
+            if limit is not None and len(out) >= limit:
+                break
+            m = self.store.get(rid, owner=owner)
+            if test(self._fields(m)):
+                out.append(m)
+        return out
 
     def get(
         self,
@@ -520,7 +529,7 @@ class Memory:
                 "filters must contain at least one of: user_id, agent_id, run_id. Example: filters={'user_id': 'u1'}"
             )
         k = _check_top_k(20 if top_k is None and limit is None else top_k if top_k is not None else limit)
-        rows = self._listed(owner, ids, rest)[:k]
+        rows = self._listed(owner, ids, rest, k)
         return {"results": [self._item(m, owner, with_score=False) for m in rows]}
 
     def search(
