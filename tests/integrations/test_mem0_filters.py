@@ -74,6 +74,22 @@ def test_each_operator(m, filters, expected) -> None:
     assert _both(m, filters) == expected
 
 
+def test_a_condition_on_an_id_beside_the_owners(tmp_path) -> None:
+    with Memory(path=str(tmp_path / "memory")) as mem:
+        mem.add("Deploy on Fridays.", user_id="alice", agent_id="ops")
+        mem.add("Lunch at noon.", user_id="alice", agent_id="chef")
+        mem.add("Read the news.", user_id="alice")
+        for agent, expected in (
+            ({"in": ["ops", "hr"]}, ["Deploy on Fridays."]),
+            ({"ne": "ops"}, ["Lunch at noon."]),
+            ("*", ["Deploy on Fridays.", "Lunch at noon."]),
+        ):
+            got = mem.get_all(filters={"user_id": "alice", "agent_id": agent})["results"]
+            assert [r["memory"] for r in got] == expected, agent
+        with pytest.raises(ValueError, match="agent_id must be one id"):
+            mem.get_all(filters={"agent_id": {"in": ["ops"]}})
+
+
 def test_filters_never_reach_another_users_memories(m) -> None:
     assert _both(m, {"category": "food"}) == {"Tea at seven."}
     bobs = m.get_all(filters={"user_id": "bob", "OR": [{"category": "*"}, {"priority": {"lt": 100}}]})

@@ -224,13 +224,18 @@ class Memory:
         for name, arg in zip(_IDS, (user_id, agent_id, run_id)):
             given = _entity(arg, name)
             if name in rest:
-                raw = rest.pop(name)
-                if isinstance(raw, Mapping) or (isinstance(raw, str) and raw.strip() == "*") or isinstance(raw, list):
-                    raise ValueError(f"filters: {name} must be one id (a str): each {name[:-3]}'s memories are apart")
-                in_filters = _entity(raw, name)
-                if given is not None and in_filters != given:
-                    raise ValueError(f"{name} is {given!r} as an argument but {in_filters!r} in filters")
-                given = in_filters
+                raw = rest[name]
+                if isinstance(raw, (Mapping, list)) or (isinstance(raw, str) and raw.strip() == "*"):
+                    # A condition on an id beside the owner's is a filter like any other.
+                    if not ids and given is None:
+                        raise ValueError(
+                            f"filters: {name} must be one id (a str): each {name[:-3]}'s memories are apart"
+                        )
+                else:
+                    in_filters = _entity(rest.pop(name), name)
+                    if given is not None and in_filters != given:
+                        raise ValueError(f"{name} is {given!r} as an argument but {in_filters!r} in filters")
+                    given = in_filters
             if given is not None:
                 ids[name] = given
         owner = next((f"{n[:-3]}:{ids[n]}" for n in _IDS if n in ids), None)
