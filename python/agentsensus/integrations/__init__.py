@@ -5,7 +5,10 @@
 - :mod:`agentsensus.integrations.autogen`: ``ConsensusMemory``, an
   ``autogen_core`` ``Memory`` (``pip install 'agentsensus[autogen]'``);
 - :mod:`agentsensus.integrations.mcp_server`: ``agentsensus mcp PATH``, the
-  store as a Model Context Protocol server (``pip install 'agentsensus[mcp]'``).
+  store as a Model Context Protocol server (``pip install 'agentsensus[mcp]'``);
+- :mod:`agentsensus.integrations.mem0`: ``Memory`` and ``AsyncMemory``, mem0
+  2.x's API (no extra: it needs no mem0), with its ids
+  (:mod:`.mem0_ids`) and filter language (:mod:`.mem0_filters`).
 
 Beside them: :mod:`.judge_spec` (judges named by a spec string, for saved
 configs) and :mod:`.open_stores` (one open ``Store`` per path, shared by the
