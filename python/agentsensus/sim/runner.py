@@ -36,6 +36,8 @@ from .blas import single_blas_thread
 from .collaborative import CollaborativeBackend
 from .g_memory import GMemoryBackend
 from .generative_agents import GenerativeAgentsBackend
+from .judge_curve import judge_curve
+from .judge_pairs import judge_pairs
 from .kernel import Kernel, RoundLog
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
@@ -223,6 +225,7 @@ def run(
     seed: int = 0,
     variation: float = 0.5,
     progress: bool = True,
+    timestamps: bool = False,
 ) -> dict[str, Any]:
     """Run every backend on one world and write the report; returns the metrics.
 
@@ -231,7 +234,8 @@ def run(
     :class:`~.account_judge.AccountJudge`, lexical, or with scores when the
     embedder is MiniLM). ``policy``: a factory ``() -> Policy`` (default: the
     seeded :class:`~.memory_policy.MemoryPolicy`), named ``policy_name`` in
-    the report. ``out=None`` writes no files.
+    the report. ``timestamps``: accounts say when it happened ("In scene 6,
+    ..."). ``out=None`` writes no files.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
@@ -240,7 +244,7 @@ def run(
         raise ValueError(f"backends must be a non-empty subset of {BACKENDS}, got {list(backends)}")
     if cache_policy not in CACHE_POLICIES:
         raise ValueError(f"cache_policy must be one of {CACHE_POLICIES}, got {cache_policy!r}")
-    var = Variation(variation, seed)
+    var = Variation(variation, seed, timestamps=timestamps)
     play = world if isinstance(world, Play) else load_play(world)
     embed = get_embedder(embedder)
     if judge is None:
@@ -284,6 +288,7 @@ def run(
         "policy": policy_name,
         "seed": seed,
         "variation": var.strength,
+        "timestamps": var.timestamps,
         "cache_policy": cache_policy,
         # The main runs merge the paper's way; keep_names (the engine's default) is re-run beside it.
         "merge_policy": "keep_shorter",
@@ -313,6 +318,13 @@ def run(
                     metrics,
                     data,
                     source_events,
+                )
+            if "consensus" in backends:  # the judge at other variation levels, and on labelled pairs
+                metrics["judge_curve"] = judge_curve(
+                    replay, base, embed, judge_factory, seed=seed, timestamps=timestamps
+                )
+                metrics["judge_pairs"] = judge_pairs(
+                    replay, judge_factory, seed=seed, timestamps=timestamps, embed=embed
                 )
     finally:
         shutil.rmtree(store_dir, ignore_errors=True)
