@@ -200,7 +200,7 @@ def score_pairs(
         for p in pairs:
             reader(p.a)
             reader(p.b)
-    scores = [None] * len(pairs)
+    scores: list[float | None] = [None] * len(pairs)
     if embed is not None and pairs:
         va = np.asarray(embed([p.a for p in pairs]), dtype=np.float32)
         vb = np.asarray(embed([p.b for p in pairs]), dtype=np.float32)
