@@ -18,7 +18,16 @@ def test_early_entries_gain_owners_through_retelling(tmp_path, tiny_play, embed,
         backend = ConsensusBackend(tmp_path / f"r{rounds}", embed.dim)
         # Restless agents: with the default knobs the tiny world's seven survivors soon stand in
         # one room (each goes where it last heard of company), see everything and retell nothing new.
-        kernel = run_kernel(tiny_play, backend, embed, rounds=rounds, policy=MemoryPolicy(0, wander=0.3, restless=0.5))
+        # Time stamps: without them a move repeated in a later round reads as the early one and merges
+        # into its record, an owner gained by no retelling.
+        kernel = run_kernel(
+            tiny_play,
+            backend,
+            embed,
+            rounds=rounds,
+            timestamps=True,
+            policy=MemoryPolicy(0, wander=0.3, restless=0.5),
+        )
         g = backend.graph()
         runs[rounds] = (kernel, {rid: o for rid, o in g.owners.items() if 1 <= g.rounds[rid] <= 10})
         backend.close()

@@ -19,9 +19,10 @@ every run and on every backend, whatever else happens):
 frame and every witness the exact words (quoted), 1 is the most varied.
 ``timestamps`` makes accounts say when it happened ("In scene 6, ...");
 off by default, so a reader has only what was said and done. At the
-default, 0.5, the frames vary and about a third of the quoted statements
-differ from the words spoken (Hamlet: 29%, and 37% of those of eight words
-or more).
+default, 0.5, the frames vary and 30% of the statements of speeches are
+reported in indirect speech (Hamlet; 60% at 1). Two accounts of one fact
+read back to the same core (:func:`.wording.read`) in 97% of Hamlet's pairs
+at 0, 43% at 0.5 and 34% at 1.
 """
 
 from __future__ import annotations
