@@ -2,10 +2,12 @@
 
 A speaker, a listener and an overhearer word the same speech differently,
 and each in its own words (:mod:`.variation`): 'I told Horatio: "..."',
-'"...," Hamlet said to us.', 'I heard Hamlet tell Horatio: "..."', with
-words substituted, parts left out, now and then a wrong name. Moves and acts
-say when they happened ("In round 7, I saw Osric enter the hall."). These
-texts are the only thing any memory backend receives.
+'"...," Hamlet said to us.', 'I heard Hamlet tell Horatio: "..."', or in
+indirect speech ('Hamlet told us that he would ...', :mod:`.paraphrase`),
+with words substituted, parts left out, now and then a wrong name. With time
+stamps on (``Variation(timestamps=True)``) every account says when it
+happened ("In round 7, I saw Osric enter the hall."). These texts are the
+only thing any memory backend receives.
 
 :func:`account` returns each statement with the index of the clause of the
 event it reports: the simulation's provenance, which stays with the kernel
@@ -149,8 +151,8 @@ def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
         # A listener may forget a statement of a long speech, never the only one.
         if witness not in speakers and len(sentences) > 1 and v.chance(r, 0.25):
             continue
-        # A witness reports a speech in its own sentence as often as it quotes it (at full strength,
-        # 60% of statements); a retelling stays quoted, as it already reports someone's words.
+        # A witness may report a statement in a sentence of its own instead of quoting it (60% of
+        # statements at full strength, none at 0); a retelling stays quoted: it already reports words.
         if not lead_in and v.chance(r, 0.6):
             clause, kind = indirect(s, r, v.chance, speaker=speaker, addressee=addressee, many=many)
             text = reported[("that", "to", "ask").index(kind)].format(_quote(clause))

@@ -257,7 +257,7 @@ def _judge_levels(metrics: Mapping[str, Any]) -> list[str]:
         p += [
             _table(headers, rows),
             f"<p class='note'>The source sedimented again into a fresh consensus store at each level "
-            f"({escape(str(curve[0].get('scope', '')))} of the source, accounts {stamps} time stamps), its "
+            f"({escape(str(curve[0].get('scope', '')))}, accounts {stamps} time stamps), its "
             "merges scored against provenance as above. At 0 every witness quotes the exact words; higher "
             "levels word more accounts differently and report more speeches in indirect speech.</p>",
         ]
