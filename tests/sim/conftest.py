@@ -188,6 +188,7 @@ def _run_kernel(
     *,
     seed: int = 0,  # type: ignore[no-untyped-def]
     variation: float = 0.5,
+    timestamps: bool = False,
     policy=None,
     **kw,
 ) -> Kernel:
@@ -195,7 +196,14 @@ def _run_kernel(
     world = World.of(play.title, play.cast, play.places)
     replay = replay_source(play, world)
     replay.place_survivors(world)
-    kernel = Kernel(world, policy or MemoryPolicy(seed), backend, embed, variation=Variation(variation, seed), **kw)
+    kernel = Kernel(
+        world,
+        policy or MemoryPolicy(seed),
+        backend,
+        embed,
+        variation=Variation(variation, seed, timestamps=timestamps),
+        **kw,
+    )
     kernel.sediment(replay.batches)
     kernel.set_goals(seek_lists(world, world.events))
     kernel.run(rounds)

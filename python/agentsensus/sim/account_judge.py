@@ -3,13 +3,14 @@
 It decides from the new statement, its depositor and the candidates' text
 and similarity scores, as ``agentsensus`` hands them in a ``JudgeRequest``;
 it never sees an event id or any other provenance (the simulation keeps
-that outside the store). Each text is read back into its time phrase and its
-core (:mod:`.wording`): who reported it to whom is the frame, what was
-reported is the core.
+that outside the store). Each text is read back into its time phrase, if it
+has one, and its core (:mod:`.wording`): who reported it to whom is the
+frame, what was reported (quoted or in indirect speech) is the core.
 
 Two statements are one fact when
 
-- they happened at the same time, or neither says when;
+- they happened at the same time, or one of them does not say when (the
+  time is a signal only when both texts have one);
 - neither names someone the other lacks... unless one names fewer: the
   names of one core are a subset of the other's;
 - neither holds a word whose opposite the other holds (enter / exit,
@@ -124,7 +125,10 @@ class AccountJudge:
         best: tuple[float, float, int] | None = None
         for c in candidates:
             c_time, theirs, c_names, c_flat, _ = _key(c.text)
-            if c_time != time or not (names <= c_names or c_names <= names) or opposite & theirs:
+            # A time is a signal only when both texts say one: accounts without time stamps still meet.
+            if (time is not None and c_time is not None and c_time != time) or opposite & theirs:
+                continue
+            if not (names <= c_names or c_names <= names):
                 continue
             score = float(c.score) if getattr(c, "score", None) is not None else 0.0
             shared = mine & theirs

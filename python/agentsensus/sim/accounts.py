@@ -2,10 +2,12 @@
 
 A speaker, a listener and an overhearer word the same speech differently,
 and each in its own words (:mod:`.variation`): 'I told Horatio: "..."',
-'"...," Hamlet said to us.', 'I heard Hamlet tell Horatio: "..."', with
-words substituted, parts left out, now and then a wrong name. Moves and acts
-say when they happened ("In round 7, I saw Osric enter the hall."). These
-texts are the only thing any memory backend receives.
+'"...," Hamlet said to us.', 'I heard Hamlet tell Horatio: "..."', or in
+indirect speech ('Hamlet told us that he would ...', :mod:`.paraphrase`),
+with words substituted, parts left out, now and then a wrong name. With time
+stamps on (``Variation(timestamps=True)``) every account says when it
+happened ("In round 7, I saw Osric enter the hall."). These texts are the
+only thing any memory backend receives.
 
 :func:`account` returns each statement with the index of the clause of the
 event it reports: the simulation's provenance, which stays with the kernel
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from .paraphrase import indirect
 from .variation import Variation
 from .wording import time_phrase
 from .world import Event
@@ -27,7 +30,8 @@ _WORD = re.compile(r"\w+")
 MIN_WORDS = 4
 _PLAIN = Variation(0.0)
 # A retelling leads with the time of what it retells, and a retold speech with who said it.
-_RETOLD = re.compile(r"^(In (?:scene|round) \d+, (?:[^:\"]{1,80}? said: )?)(.+)$", re.DOTALL)
+# Without time stamps a retold speech leads with who said it alone ("Hamlet said: ...").
+_RETOLD = re.compile(r"^((?:In (?:scene|round) \d+, )?(?:[A-Z][^:\"]{0,79}? said: )?)(.+)$", re.DOTALL)
 
 
 def has_words(text: str) -> bool:
@@ -83,15 +87,17 @@ def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
     others = [w for w in event.witnesses if w != witness]
     rng = v.rng("frame", event.seq, witness)
     said = names([v.name(rng, s, others) for s in speakers])
-    when = time_phrase(event.when)
+    when = time_phrase(event.when) if v.timestamps else ""
     lead = f"{when}, " if when else ""
     tail = f" {when.lower()}" if when else ""
+    # Indirect speech: frames of a statement, an order and a question, {} for the reported clause.
     if witness in speakers:
         co = [s for s in speakers if s != witness]
         who = (names(co) + " and I") if co else "I"
         if not audience:
             to = "ourselves" if co else "myself"
             frames = [f'{lead}{who} said to {to}: "{{}}"', f'"{{}}", {who} said to {to}{tail}.']
+            reported = (f"{lead}{who} said that {{}}", f"{lead}{who} told {to} to {{}}", f"{lead}{who} asked {to} {{}}")
         else:
             to = names(audience) if len(audience) <= 2 else "them"  # naming a crowd would drown the content
             frames = [
@@ -99,6 +105,12 @@ def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
                 f'{lead}{who} said to {to}: "{{}}"',
                 f'"{{}}", {who} told {to}{tail}.',
             ]
+            reported = (
+                f"{lead}{who} told {to} that {{}}",
+                f"{lead}{who} told {to} to {{}}",
+                f"{lead}{who} asked {to} {{}}",
+            )
+        speaker, addressee, many = ("I", to if len(audience) == 1 else None, len(audience) > 1)
     elif witness in audience or not event.targets:
         listeners = [w for w in event.witnesses if w not in speakers]
         us = "us" if len(listeners) > 1 else "me"
@@ -107,11 +119,23 @@ def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
             f'"{{}}", {said} said to {us}{tail}.',
             f'{lead}I heard {said} say: "{{}}"',
         ]
+        reported = (
+            f"{lead}{said} told {us} that {{}}",
+            f"{lead}{said} told {us} to {{}}",
+            f"{lead}{said} asked {us} {{}}",
+        )
+        speaker, addressee, many = said, "I", len(listeners) > 1
     else:
         frames = [
             f'{lead}I heard {said} tell {names(event.targets)}: "{{}}"',
             f'{lead}{said} told {names(event.targets)}, and I overheard: "{{}}"',
         ]
+        reported = (
+            f"{lead}I heard {said} tell {names(event.targets)} that {{}}",
+            f"{lead}I heard {said} tell {names(event.targets)} to {{}}",
+            f"{lead}I heard {said} ask {names(event.targets)} {{}}",
+        )
+        speaker, addressee, many = said, names(event.targets), len(event.targets) > 1
     frame = v.pick(rng, frames)
     frame = frame[:1].upper() + frame[1:]
     # A retelling ("In scene 3, Hamlet said: ...", "In round 2, Osric entered the hall.") keeps its
@@ -119,7 +143,7 @@ def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
     # all of it (dropping the last comma-separated part of "In round 2, Osric entered the hall."
     # left "In round 2.", an account of nothing).
     m = _RETOLD.match(event.text)
-    lead_in, body = (m.group(1), m.group(2)) if m else ("", event.text)
+    lead_in, body = (m.group(1), m.group(2)) if m and m.group(1) else ("", event.text)
     sentences = split_statements(body)
     out = []
     for i, s in enumerate(sentences):
@@ -127,6 +151,14 @@ def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
         # A listener may forget a statement of a long speech, never the only one.
         if witness not in speakers and len(sentences) > 1 and v.chance(r, 0.25):
             continue
+        # A witness may report a statement in a sentence of its own instead of quoting it (60% of
+        # statements at full strength, none at 0); a retelling stays quoted: it already reports words.
+        if not lead_in and v.chance(r, 0.6):
+            clause, kind = indirect(s, r, v.chance, speaker=speaker, addressee=addressee, many=many)
+            text = reported[("that", "to", "ask").index(kind)].format(_quote(clause))
+            if has_words(clause):
+                out.append((text[:1].upper() + text[1:] + ".", i))
+                continue
         content = _quote(lead_in + v.words(r, s))
         if frame.startswith('"'):
             content = content.rstrip(".")  # '"..., and so on," she said.'
@@ -141,7 +173,7 @@ def _say(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
 
 def _move(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
     verb, base = ("entered", "enter") if event.kind == "enter" else ("exited", "exit")
-    when = time_phrase(event.when)
+    when = time_phrase(event.when) if v.timestamps else ""
     place = in_sentence(event.place)
     rng = v.rng("move", event.seq, witness)
     others = [w for w in event.witnesses if w != witness]
@@ -165,7 +197,7 @@ def _move(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
 def _act(event: Event, witness: str, v: Variation) -> list[tuple[str, int]]:
     rng = v.rng("act", event.seq, witness)
     what = _quote(v.words(rng, event.text, drop=False)) if witness not in event.actors else event.text
-    when = time_phrase(event.when)
+    when = time_phrase(event.when) if v.timestamps else ""
     lead = f"{when}, " if when else ""
     if not event.actors:
         frames = [f"{lead}I heard it: {what}"]

@@ -41,6 +41,8 @@ from .controls import NoMergeBackend, RecallOff
 from .g_memory import GMemoryBackend
 from .generative_agents import GenerativeAgentsBackend
 from .goals import seek_lists
+from .judge_curve import judge_curve
+from .judge_pairs import judge_pairs
 from .kernel import Kernel, RoundLog
 from .llm_usage import llm_usage
 from .machine import describe_machine, load_average
@@ -247,6 +249,7 @@ def run(
     seed: int = 0,
     variation: float = 0.5,
     progress: bool = True,
+    timestamps: bool = False,
 ) -> dict[str, Any]:
     """Run every backend on one world and write the report; returns the metrics.
 
@@ -258,6 +261,7 @@ def run(
     the report. ``horizon_seeds``: how many policy seeds the horizon re-runs
     average over (the default policy only). ``keep_store``: keep the main
     run's consensus store at ``OUT/store``. ``out=None`` writes no files.
+    ``timestamps``: accounts say when it happened ("In scene 6, ...").
     ``ablation`` is kept for callers of earlier versions: the merging-off
     run is the ``merge_off`` control, which always runs beside consensus.
     """
@@ -275,7 +279,7 @@ def run(
     if out is not None:
         check_out(out)  # a bad out is refused now, not after the whole run
     machine = describe_machine()
-    var = Variation(variation, seed)
+    var = Variation(variation, seed, timestamps=timestamps)
     play = world if isinstance(world, Play) else load_play(world)
     embed = get_embedder(embedder)
     if judge is None:
@@ -321,6 +325,7 @@ def run(
         "policy": policy_name,
         "seed": seed,
         "variation": var.strength,
+        "timestamps": var.timestamps,
         "cache_policy": cache_policy,
         # The main runs merge the paper's way; keep_names (the engine's default) is re-run beside it.
         "merge_policy": "keep_shorter",
@@ -342,6 +347,15 @@ def run(
             for i, name in enumerate(backends, 1):
                 _run_backend(
                     runner, name, f"[{i}/{len(backends)}] {name:<18}", i == 1, opts, people, metrics, data, kept, events
+                )
+            # The judge at other variation levels, and on labelled pairs: the built-in judge only
+            # (a model judge would be asked thousands of times more).
+            if "consensus" in backends and judge is None:
+                metrics["judge_curve"] = judge_curve(
+                    replay, base, embed, judge_factory, seed=seed, timestamps=timestamps
+                )
+                metrics["judge_pairs"] = judge_pairs(
+                    replay, judge_factory, seed=seed, timestamps=timestamps, embed=embed
                 )
     finally:
         shutil.rmtree(store_dir, ignore_errors=True)

@@ -58,6 +58,11 @@ def build_parser(prog: str = _PROG) -> argparse.ArgumentParser:
         default=0.5,
         help="how differently witnesses word one event, 0 (the same words) to 1 (default: 0.5)",
     )
+    p.add_argument(
+        "--timestamps",
+        action="store_true",
+        help="accounts say when it happened ('In scene 6, ...'); off by default, a reader has only the words",
+    )
     p.add_argument("--llm-base-url", default=None, help="an OpenAI-compatible endpoint for the policy and the judge")
     p.add_argument("--model", default=None, help="the model name at --llm-base-url")
     p.add_argument(
@@ -174,6 +179,7 @@ def cli_main(argv: list[str]) -> int:
         cache_policy=args.cache,
         seed=args.seed,
         variation=args.variation,
+        timestamps=args.timestamps,
         progress=not args.quiet,
         policy_name=policy_name,
         **extra,

@@ -1,11 +1,12 @@
 """Reading an account back: its time phrase, its frame and its core.
 
-Accounts say when a move or an act happened ("In scene 3, ...", "... in
-round 7."), wrap what was said in a frame ('Hamlet told me: "..."') and put
-what was done after a colon ("In round 2, I saw this: ..."). The core is what
-the account reports; the frame is who reports it to whom. The judge compares
-cores, and an agent retelling a memory says its core. Everything here reads
-text only.
+Accounts may say when it happened ("In scene 3, ...", "... in round 7.";
+only with time stamps on), wrap what was said in a frame ('Hamlet told me:
+"..."') or report it in indirect speech ('Hamlet told me that he would
+...'), and put what was done after a colon ("I saw this: ..."). The core is
+what the account reports; the frame is who reports it to whom. The judge
+compares cores, and an agent retelling a memory says its core. A text with
+no time phrase reads with ``time=None``. Everything here reads text only.
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["TIME", "Reading", "read", "time_phrase", "capitalised", "NOT_NAMES"]
+__all__ = ["TIME", "REPORTED", "Reading", "read", "time_phrase", "capitalised", "NOT_NAMES"]
 
 #: "In scene 3" / "in round 12": when a move or an act happened.
 TIME = re.compile(r"\b[Ii]n (scene|round) (\d+)\b,?\s*")
 _QUOTE = re.compile(r'"([^"]+)"')
+#: Reported speech: 'Hamlet told me that ...', 'I heard Osric ask Hamlet whether ...', 'Bernardo asked who ...'.
+REPORTED = re.compile(
+    r"^(?:I (?:heard|overheard) )?[^\":,;.!?]{1,80}? (?:told|said|asked|tell|say|ask)(?: [^\":,;.!?]{1,60}?)?"
+    r" (?:(?:that|whether|if|to) |(?=(?:who|whom|whose|what|why|where|when|how|which) ))(?P<core>\S.*)$",
+    re.DOTALL,
+)
 _WORD = re.compile(r"[^\W\d_][\w'\u2019-]*")
 # A colon is no sentence start here: what follows "I saw this:" is the core.
 _SENTENCE_START = re.compile(r"(^\s*|[.!?;]\s+|\"|\u201c|--\s*)$")
@@ -35,8 +42,9 @@ NOT_NAMES = frozenset(
 @dataclass(frozen=True)
 class Reading:
     """What an account says: ``time`` (``("round", 7)`` or ``None``), whether
-    its core was quoted, the ``core`` text and the ``names`` it mentions
-    (in the quotation, or anywhere in a plain report, whose frame names no one)."""
+    its core is speech (``quoted``: in quotation marks or reported), the
+    ``core`` text and the ``names`` it mentions (in the quotation or the
+    reported clause, or anywhere in a plain report, whose frame names no one)."""
 
     time: tuple[str, int] | None
     quoted: bool
@@ -61,6 +69,11 @@ def read(text: str) -> Reading:
         # A retelling quotes a report with its frame ("In scene 3, Hamlet said: ..."): its core is after the colon.
         core = TIME.sub("", core, count=1) if TIME.match(core) else core
         core = core.split(": ", 1)[1] if ": " in core.rstrip(": ") else core
+        names = capitalised(core)
+        quoted = True
+    elif (rep := REPORTED.match(TIME.sub("", text, count=1) if TIME.match(text) else text)) is not None:
+        # Reported speech reads as a quotation does: the clause after the frame is the core.
+        core = rep.group("core")
         names = capitalised(core)
         quoted = True
     else:
