@@ -15,6 +15,11 @@ Two statements are one fact when
   names of one core are a subset of the other's;
 - neither holds a word whose opposite the other holds (enter / exit,
   come / go, live / die, ...);
+- for accounts of a say, the same person spoke: the speaker is read from
+  each frame relative to who reports it (:mod:`.speakers`: "I told
+  Horatio" deposited by Hamlet, "Hamlet told me", "I heard Hamlet say" were
+  all said by Hamlet); a candidate's reporter is one of its owners, so a
+  first-person candidate may have been said by any of them;
 - their cores share enough content words: at least two, and, weighting each
   word by its rarity among the statements the judge has read (idf), at
   least ``threshold`` of the smaller side (overlap) and at least
@@ -35,6 +40,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any, Sequence
 
+from .speakers import speakers
 from .wording import read
 from .words import content_words
 
@@ -114,12 +120,13 @@ class AccountJudge:
     def choose(self, statement: str, candidates: Sequence[Any], owner: str | None = None) -> int | None:
         """The id of the candidate that states the same fact, or ``None``.
 
-        ``owner`` (who deposits it) is accepted as the store hands it; the
-        text decides.
+        ``owner`` (who deposits it) tells whose "I" a first-person frame is;
+        a candidate's owners (when the store shows them) tell whose its is.
         """
         time, mine, names, flat, _ = _key(statement)
         if not mine and not flat:
             return None
+        said_by = speakers(statement, owner)
         opposite = set().union(*(_OPPOSITE.get(w, ()) for w in mine)) if mine else set()
         w_mine = self._weight(mine)
         best: tuple[float, float, int] | None = None
@@ -130,6 +137,11 @@ class AccountJudge:
                 continue
             if not (names <= c_names or c_names <= names):
                 continue
+            if said_by is not None:  # the same words from another speaker are another fact
+                owners = getattr(c, "owners", None)
+                theirs_by = speakers(c.text, frozenset(owners) if owners else None)
+                if theirs_by is not None and not said_by & theirs_by:
+                    continue
             score = float(c.score) if getattr(c, "score", None) is not None else 0.0
             shared = mine & theirs
             if flat == c_flat:
