@@ -15,6 +15,10 @@ Two statements are one fact when
   names of one core are a subset of the other's;
 - neither holds a word whose opposite the other holds (enter / exit,
   come / go, live / die, ...);
+- both or neither are a stance of the speaker's own (a suspicion, a
+  reaction, an intention, an answer or a question of the simulation's
+  grammar, :func:`~.utterances.composed`): "I suspect Marcellus, for Horatio
+  entered the hall" holds the words of the entrance and is not it;
 - for accounts of a say, the same person spoke: the speaker is read from
   each frame relative to who reports it (:mod:`.speakers`: "I told
   Horatio" deposited by Hamlet, "Hamlet told me", "I heard Hamlet say" were
@@ -41,6 +45,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from .speakers import speakers
+from .utterances import composed
 from .wording import read
 from .words import content_words
 
@@ -127,6 +132,7 @@ class AccountJudge:
         if not mine and not flat:
             return None
         said_by = speakers(statement, owner)
+        stance = composed(statement)
         opposite = set().union(*(_OPPOSITE.get(w, ()) for w in mine)) if mine else set()
         w_mine = self._weight(mine)
         best: tuple[float, float, int] | None = None
@@ -135,7 +141,7 @@ class AccountJudge:
             # A time is a signal only when both texts say one: accounts without time stamps still meet.
             if (time is not None and c_time is not None and c_time != time) or opposite & theirs:
                 continue
-            if not (names <= c_names or c_names <= names):
+            if not (names <= c_names or c_names <= names) or composed(c.text) != stance:
                 continue
             if said_by is not None:  # the same words from another speaker are another fact
                 owners = getattr(c, "owners", None)

@@ -216,7 +216,7 @@ class MemoryPolicy:
     def _answer(self, agent: str, view: AgentView, q: Question, people: People) -> Action:
         place = self._place_of(view, q.subject, people)
         i = None if place is not None else self._about(view, q.subject, people)
-        text = answer(q.asker, q.subject, place, view.memories[i] if i is not None else None, agent)
+        text = answer(q.subject, place, view.memories[i] if i is not None else None, agent)
         return Action("say", agent, text, to=(q.asker,), place=view.place, basis=i, form="answer", subject=q.subject)
 
     def _seek(
@@ -231,7 +231,7 @@ class MemoryPolicy:
             return self._move(agent, view, dest)
         if view.present and rng.random() < self.ask:
             listener = view.present[rng.randrange(len(view.present))]
-            line = question(listener, target, where=rng.random() < 0.5)
+            line = question(target, where=rng.random() < 0.5)
             if listener not in told.get(line, set()):
                 return Action("say", agent, line, to=(listener,), place=view.place, form="question", subject=target)
         return None

@@ -9,7 +9,9 @@ records were made in, and grounding (whether what an agent said traces to a
 true event and names the right people).
 
 A retelling (an agent says what a memory holds) reports the fact that memory
-holds, so a listener's account of it is the same fact as the original's.
+holds, so a listener's account of it is the same fact as the original's. A
+speaker who says the very same words again states the same fact again: the
+repeated say reports the first one's facts, clause by clause.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class Ledger:
     fact_records: dict[Fact, set[int]] = field(default_factory=dict)
     score: JudgeScore = field(default_factory=JudgeScore)
     sim_score: JudgeScore = field(default_factory=JudgeScore)  # rounds >= 1 only
+    said_first: dict[tuple[tuple[str, ...], str], int] = field(default_factory=dict)  # (speakers, words) -> seq
+    same_as: dict[int, int] = field(default_factory=dict)  # a repeated say's seq -> the first one's
 
     def fork(self) -> "Ledger":
         """An independent copy to run on from here (events and facts are immutable)."""
@@ -74,12 +78,20 @@ class Ledger:
             {f: set(r) for f, r in self.fact_records.items()},
             JudgeScore(**vars(self.score)),
             JudgeScore(**vars(self.sim_score)),
+            dict(self.said_first),
+            dict(self.same_as),
         )
 
     def add_events(self, events: Iterable[Event]) -> None:
-        """Remember the world's events (for grounding)."""
+        """Remember the world's events (for grounding); a say of words its speakers said before restates them."""
         for e in events:
+            if e.seq in self.events:
+                continue
             self.events[e.seq] = e
+            if e.kind == "say" and e.actors:
+                first = self.said_first.setdefault((e.actors, e.text), e.seq)
+                if first != e.seq:
+                    self.same_as[e.seq] = first
 
     def retells(self, seq: int, record: int) -> None:
         """Event ``seq`` says what ``record`` holds: it reports that record's main fact."""
@@ -89,7 +101,9 @@ class Ledger:
 
     def fact(self, seq: int, clause: int) -> Fact:
         """The fact a statement about clause ``clause`` of event ``seq`` reports."""
-        return self.aliases.get(seq, (seq, clause))
+        if seq in self.aliases:
+            return self.aliases[seq]
+        return (self.same_as.get(seq, seq), clause)
 
     def main_fact(self, record: int) -> Fact | None:
         """The fact most of a record's statements report (``None``: a by-product)."""

@@ -298,7 +298,9 @@ def _judge_levels(metrics: Mapping[str, Any]) -> list[str]:
             _table(headers, rows),
             f"<p class='note'>The source sedimented again into a fresh consensus store at each level "
             f"({escape(str(curve[0].get('scope', '')))}, accounts {stamps} time stamps), its "
-            "merges scored against provenance as above. At 0 every witness quotes the exact words; higher "
+            "merges scored against provenance as above"
+            + (f", then {curve[0].get('rounds')} rounds of the agents on that store" if rounds else "")
+            + ". At 0 every witness quotes the exact words; higher "
             "levels word more accounts differently and report more speeches in indirect speech.</p>",
         ]
     if pairs:

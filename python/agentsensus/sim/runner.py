@@ -352,7 +352,7 @@ def run(
             # (a model judge would be asked thousands of times more).
             if "consensus" in backends and judge is None:
                 metrics["judge_curve"] = judge_curve(
-                    replay, base, embed, judge_factory, seed=seed, timestamps=timestamps
+                    replay, base, embed, judge_factory, seed=seed, timestamps=timestamps, on_level=_curve_rounds(runner)
                 )
                 metrics["judge_pairs"] = judge_pairs(
                     replay, judge_factory, seed=seed, timestamps=timestamps, embed=embed
@@ -377,6 +377,25 @@ def run(
             if kept is not None:
                 print(f"kept the consensus store at {kept} (agentsensus stats {kept})", file=sys.stderr)
     return metrics
+
+
+#: Rounds each level of the judge curve runs after its sediment, for the judge over the rounds.
+CURVE_ROUNDS = 20
+
+
+def _curve_rounds(runner: _Runner) -> Callable[[dict[str, Any], Kernel], None]:
+    """The judge curve's rounds: each level's store goes on for ``CURVE_ROUNDS`` rounds
+    with the main run's policy, and its merges after round 0 are scored as the main run's."""
+
+    def on_level(entry: dict[str, Any], kernel: Kernel) -> None:
+        kernel.set_goals(runner.seek)
+        kernel.run(CURVE_ROUNDS)
+        entry["rounds"] = kernel.logs[-1].round
+        entry["sim_precision"] = kernel.ledger.sim_score.precision
+        entry["sim_recall"] = kernel.ledger.sim_score.recall
+        entry["sim_merges"] = kernel.ledger.sim_score.merges
+
+    return on_level
 
 
 @dataclass(frozen=True)

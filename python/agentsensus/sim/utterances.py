@@ -5,12 +5,12 @@ place, who is there and what its short-term memory holds (what recall
 returned, what it read or observed, what it was asked). The forms:
 
 - ``intention``: ``I will go to the chapel to find Laertes.``
-- ``question``: ``Have you seen Laertes, Horatio?`` / ``Where is Laertes, Horatio?``
+- ``question``: ``Have you seen Laertes?`` / ``Where is Laertes?``, to
+  someone present (the say's addressee; the account's frame names it);
 - ``answer``: to a question asked of the speaker, from what it holds:
-  ``I heard that Laertes was in the chapel, Hamlet.`` (a sighting or a
-  recalled row naming the person and a place), ``Of Laertes I know that
-  Laertes said ..., Hamlet.`` (a recalled row naming the person), or ``I know
-  nothing of Laertes, Hamlet.``
+  ``I heard that Laertes was in the chapel.`` (a sighting or a recalled row
+  naming the person and a place), ``Of Laertes I know that Laertes said ...``
+  (a recalled row naming the person), or ``I know nothing of Laertes.``
 - ``inference``: two held rows that name one third person, joined:
   ``I suspect Polonius, for Polonius hid behind the arras, and the king called for light.``
 - ``reaction``: to something the speaker read or observed:
@@ -123,19 +123,19 @@ def intention(place: str, person: str) -> str:
     return f"I will go to {in_sentence(place)} to find {person}."
 
 
-def question(listener: str, person: str, where: bool) -> str:
-    """``Where is <person>, <listener>?`` or ``Have you seen <person>, <listener>?``"""
-    return f"Where is {person}, {listener}?" if where else f"Have you seen {person}, {listener}?"
+def question(person: str, where: bool) -> str:
+    """``Where is <person>?`` or ``Have you seen <person>?`` (whom it asks is the say's addressee)."""
+    return f"Where is {person}?" if where else f"Have you seen {person}?"
 
 
-def answer(asker: str, subject: str, place: str | None, memory: str | None, me: str) -> str:
-    """An answer to ``asker``'s question about ``subject``: where it was (a
-    place), else what a held row says of it, else that nothing is known."""
+def answer(subject: str, place: str | None, memory: str | None, me: str) -> str:
+    """An answer to a question about ``subject`` (the asker is the say's addressee): where
+    it was (a place), else what a held row says of it, else that nothing is known."""
     if place is not None:
-        return f"I heard that {subject} was in {in_sentence(place)}, {asker}."
+        return f"I heard that {subject} was in {in_sentence(place)}."
     if memory is not None:
-        return f"Of {subject} I know that {core_of(memory, me)}, {asker}."
-    return f"I know nothing of {subject}, {asker}."
+        return f"Of {subject} I know that {core_of(memory, me)}."
+    return f"I know nothing of {subject}."
 
 
 def inference(person: str, first: str, second: str, me: str) -> str:
