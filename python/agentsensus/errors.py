@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ._core import CorruptStoreError, Error, StoreFullError
+from ._core import CorruptStoreError, Error, StoreFullError, StoreMovedError
 
-__all__ = ["Error", "CorruptStoreError", "StoreFullError", "ContentionError"]
+__all__ = ["Error", "CorruptStoreError", "StoreFullError", "StoreMovedError", "ContentionError"]
 
 
 class ContentionError(Error):
