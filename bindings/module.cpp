@@ -173,6 +173,12 @@ PYBIND11_MODULE(_core, m) {
                  py::gil_scoped_release nogil;
                  st.repair(ds);
              })
+        .def("check_alone",
+             [](Engine& e) {
+                 auto u = e.use();
+                 Store& st = *u;
+                 st.check_alone();
+             })
         .def("dump", &Engine::dump, py::arg("after"), py::arg("limit"))
         .def("load", &Engine::load, py::arg("owners"), py::arg("rows"), py::arg("vectors"), py::arg("merges"),
              py::arg("counters"), py::arg("scopes") = py::none())

@@ -683,6 +683,11 @@ private:
     std::set<uint64_t> keep_;             // the records repair keeps
 };
 
+void Store::check_alone() {
+    check_open();
+    Env::Exclusive alone(*env_);
+}
+
 void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests) {
     check_open();
     Env::Exclusive alone(*env_);  // refused while another process has the store open

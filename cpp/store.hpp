@@ -316,6 +316,9 @@ public:
     // dropping records that cannot be served. digests: (record, normalized
     // text digest) pairs for the exact-duplicate index. Needs exclusive use.
     void repair(const std::vector<std::pair<uint64_t, std::string>>& digests);
+    // Throws Error when another process has the store open (repair would
+    // refuse it); returns otherwise, holding nothing.
+    void check_alone();
 
     // The lexical index (lexical_index.hpp). lexical_built: it is complete
     // (a store from before it is not, until build_lexical or repair).

@@ -222,6 +222,8 @@ class Engine:
     def verify(self, digest: Optional[Callable[[str, str], bytes]] = None) -> list[str]:
         """Every broken invariant; with ``digest(text, scope)``, I19 too."""
     def repair(self, digests: list[tuple[int, bytes]], /) -> None: ...
+    def check_alone(self) -> None:
+        """Raises Error when another process has the store open (repair would refuse)."""
     def stats(self) -> dict[str, int]: ...
     def merges(self, after: int, limit: int, /) -> list[tuple[int, int, str, str, str, int]]:
         """(seq, survivor, kept, discarded, owner, round) after ``after``."""
