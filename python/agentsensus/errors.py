@@ -1,4 +1,9 @@
-"""The project's exceptions. ``Error`` is the base of all of them."""
+"""The project's exceptions. ``Error`` is the base of all of them.
+
+``StoreMovedError``: a write on a store whose ``data.mdb`` was deleted or
+replaced while the store was open (checked before every commit); nothing
+was written, and every later write is refused the same way: reopen the
+store."""
 
 from __future__ import annotations
 
