@@ -155,14 +155,14 @@ PYBIND11_MODULE(_core, m) {
                     py::gil_scoped_release nogil;
                     problems = st.verify(fn);
                 }
-                 // A report quotes damaged names and texts: decode leniently,
-                 // or the report of damage would itself fail.
-                 py::list out;
-                 for (const std::string& p : problems)
-                     out.append(py::reinterpret_steal<py::str>(
-                         PyUnicode_DecodeUTF8(p.data(), static_cast<Py_ssize_t>(p.size()), "replace")));
-                 return out;
-             },
+                // A report quotes damaged names and texts: decode leniently,
+                // or the report of damage would itself fail.
+                py::list out;
+                for (const std::string& p : problems)
+                    out.append(py::reinterpret_steal<py::str>(
+                        PyUnicode_DecodeUTF8(p.data(), static_cast<Py_ssize_t>(p.size()), "replace")));
+                return out;
+            },
             py::arg("digest") = py::none())
         .def("repair",
              [](Engine& e, const std::vector<std::pair<uint64_t, py::bytes>>& digests) {

@@ -79,18 +79,18 @@ public:
           vec_(s.dim_) {}
 
     std::vector<std::string> run() {
-        owner_names();                                                              // I2
-        records();                                                                  // I3
-        vectors();                                                                  // I4
-        owner_sets();                                                               // I5
-        hist();                                                                     // I6
-        edges();                                                                    // I7
-        text_index();                                                               // I8
-        merge_log();                                                                // I9
-        journal();                                                                  // I10
-        index();                                                                    // I11
+        owner_names();         // I2
+        records();             // I3
+        vectors();             // I4
+        owner_sets();          // I5
+        hist();                // I6
+        edges();               // I7
+        text_index();          // I8
+        merge_log();           // I9
+        journal();             // I10
+        index();               // I11
         index_lock_.unlock();  // writers of this process wait for it; the rest reads LMDB only
-        said();                                                                     // I12
+        said();                // I12
         s_.verify_scopes(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I14 (scopes.cpp)
         // I13 (batch_keys.cpp)
         if (s_.has_batch_keys_) verify_batch_keys(t_, db_.batch_keys, next_id_, [&](std::string m) { bad(m); });
@@ -352,7 +352,8 @@ private:
             MDB_val rv;
             RecordHeader h;
             std::string_view text;
-            if (agentsensus::get(t_, db_.records, val(key.b, 8), rv) && decode_record(rv, h, text)) texts.push_back(text);
+            if (agentsensus::get(t_, db_.records, val(key.b, 8), rv) && decode_record(rv, h, text))
+                texts.push_back(text);
             bool rows = false;
             {
                 Cursor c(t_, db_.said);

@@ -573,7 +573,7 @@ class Store:
     def get(self, id: int, owner: Optional[str] = None) -> Memory:
         """The record ``id``; ``KeyError`` when absent. With ``owner``, the
         memory carries that owner's metadata of it."""
-        who = "" if owner is None else check_owner(owner)
+        who = "" if owner is None else check_owner(owner, existing=True)
         i, t, o, r, c, u, m = self._handles().engine.get_meta(_check_id(id), who)
         return Memory(i, t, frozenset(o), r, None, "", decode_metadata(m), to_datetime(c), to_datetime(u))
 
