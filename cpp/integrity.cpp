@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <shared_mutex>
@@ -428,22 +429,27 @@ private:
 
 std::vector<std::string> Store::verify(const DigestFn& digest) {
     check_open();
-    // The index caught up to exactly the snapshot read (I11): a writer in
-    // another process that commits between the catch-up and the snapshot
-    // makes the snapshot newer, and the pair is taken again (bounded; the
-    // last try compares what it has).
+    std::optional<ReadTxn> rt(std::in_place, *env_);
+    // I1, the file's structure, first and read without LMDB's map (the read
+    // transaction keeps the pages walked from being reused): reading damaged
+    // pages through LMDB could kill the process, so stop at any damage.
+    std::vector<std::string> pages = check_pages(dir_, true);
+    if (!pages.empty()) return pages;
+    // The index caught up to exactly this snapshot (I11), so a writer in
+    // another process is never reported as damage. When a writer of this
+    // process moved the index past it meanwhile, a newer snapshot is taken
+    // (bounded; the last try compares what it has).
     for (int attempt = 0;; ++attempt) {
-        sync_index();
+        {
+            std::unique_lock<std::shared_mutex> up(index_mu_);
+            if (applied_seq_ < journal_end(rt->get())) catch_up_locked(rt->get());
+        }
         std::shared_lock<std::shared_mutex> lock(index_mu_);
-        ReadTxn rt(*env_);
-        if (journal_end(rt.get()) != applied_seq_ && attempt < 50) continue;
-        // I1, the file's structure, first and read without LMDB's map (the
-        // read transaction keeps the pages walked from being reused): reading
-        // damaged pages through LMDB could kill the process, so stop at any
-        // damage.
-        std::vector<std::string> pages = check_pages(dir_, true);
-        if (!pages.empty()) return pages;
-        return Verifier(*this, rt.get(), digest, lock).run();
+        if (applied_seq_ == journal_end(rt->get()) || attempt >= 50)
+            return Verifier(*this, rt->get(), digest, lock).run();
+        lock.unlock();
+        rt.reset();
+        rt.emplace(*env_);
     }
 }
 
