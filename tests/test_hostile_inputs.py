@@ -230,3 +230,40 @@ def test_a_cyrillic_lookalike_stays_a_distinct_owner(store: Store) -> None:
     a = store.deposit("alice", ["a statement"], unit(1)[None]).ids[0]
     b = store.deposit("\u0430lice", ["another statement"], unit(2)[None]).ids[0]
     assert store.owned("alice") == [a] and store.owned("\u0430lice") == [b]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids, max_size=3),
+    max_leaves=20,
+)
+FIELDS = [("record", f) for f in ["id", "text", "owners", "round", "deposit", "edges", "digests", "said", "vector"]]
+FIELDS += [("record", f) for f in ["scope", "created_at", "updated_at", "metadata"]]
+FIELDS += [("store", f) for f in ["format", "dim", "metric", "counters", "agents", "stats", "embedder"]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(FIELDS), JSON_VALUES, st.integers(min_value=0, max_value=60))
+def test_any_value_in_any_field_of_an_import_line_is_imported_or_one_line(
+    tmp_path_factory: pytest.TempPathFactory, where: tuple[str, str], value: Any, depth: int
+) -> None:
+    """A record or store line whose field holds any JSON value at any depth:
+    the import succeeds and verifies, or raises one ValueError line naming
+    the line and leaves nothing; never another exception."""
+    base = tmp_path_factory.mktemp("hostile")
+    lines = export_lines(os.fspath(base / "src"))
+    kind, field = where
+    n = record_line(lines) if kind == "record" else 0
+    row = json.loads(lines[n])
+    row[field] = nested(depth, value) if depth % 3 == 0 else value
+    lines[n] = json.dumps(row)
+    dst = base / "dst"
+    try:
+        import_jsonl(iter(lines), dst)
+    except ValueError as e:
+        assert str(e).startswith(("line ", "lines ", "the imported store")) and "\n" not in str(e), str(e)
+        assert not dst.exists()
+    else:
+        with Store(os.fspath(dst), create=False) as s:
+            assert s.verify() == []
+            list(s.records())

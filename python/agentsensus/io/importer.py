@@ -132,7 +132,8 @@ class _Loader:
         self.vectors: list[np.ndarray] = []
         self.merges: list[tuple[Any, ...]] = []
         self.meta: list[tuple[Any, ...]] = []  # (id, created, updated, [(owner, json)]) of the batch's records
-        self.pending_edges: set[tuple[int, int]] = set()  # (lower, higher) listed by lower, not yet by higher
+        # (lower, higher) listed by lower, not yet by higher -> the line of lower
+        self.pending_edges: dict[tuple[int, int], int] = {}
         self.keys: dict[str, tuple[str, int, list[dict[str, Any]]]] = {}
         self.counts = {"record": 0, "merge": 0}
         self.first_line: Optional[int] = None  # of the lines in the unflushed batch
@@ -179,13 +180,16 @@ class _Loader:
             raise _Bad(f"'vector' holds {len(raw)} bytes, not {4 * self.dim} (dim {self.dim}, float32)")
         for e in edges:
             if e > rid:
-                self.pending_edges.add((rid, e))
+                self.pending_edges[(rid, e)] = self.line
             elif (e, rid) in self.pending_edges:
-                self.pending_edges.remove((e, rid))
+                del self.pending_edges[(e, rid)]
             else:
                 raise _Bad(f"record {rid} lists an edge to record {e}, which does not list it back")
         said = []
-        for st in row.get("said", []) if self.format >= 3 else []:
+        said_rows = row.get("said", []) if self.format >= 3 else []
+        if not isinstance(said_rows, list):
+            raise _Bad("'said' must be a list of objects")
+        for st in said_rows:
             if not isinstance(st, dict):
                 raise _Bad("'said' must be a list of objects")
             vec = b""
@@ -314,7 +318,10 @@ class _Loader:
             )
         if self.pending_edges:
             lo, hi = min(self.pending_edges)
-            raise _Bad(f"record {lo} lists an edge to record {hi}, which is not in the export or does not list it back")
+            raise _Bad(
+                f"line {self.pending_edges[(lo, hi)]}: record {lo} lists an edge to record {hi}, "
+                "which is not in the export or does not list it back"
+            )
         try:
             self.engine.load(self.agents, [], np.zeros((0, self.dim), np.float32), [], self.counters)
         except (ValueError, KeyError) as e:
