@@ -28,6 +28,18 @@ def test_deposits_after_the_directory_was_deleted_are_refused(store_path) -> Non
         s.close()
 
 
+def test_a_renamed_store_directory_is_refused(store_path) -> None:
+    """The store's path no longer leads to its file: a later open at that
+    path would not see the write, so it is not acknowledged."""
+    s = Store(store_path, dim=DIM, judge=None)
+    try:
+        os.rename(store_path, store_path + "-moved")
+        with pytest.raises(StoreMovedError):
+            s.deposit("alice", ["after"], unit(2)[None])
+    finally:
+        s.close()
+
+
 def test_a_file_renamed_over_data_mdb_is_refused(tmp_path) -> None:
     path, other = os.fspath(tmp_path / "store"), os.fspath(tmp_path / "other")
     with Store(other, dim=DIM, judge=None) as o:
