@@ -267,3 +267,40 @@ def test_any_value_in_any_field_of_an_import_line_is_imported_or_one_line(
         with Store(os.fspath(dst), create=False) as s:
             assert s.verify() == []
             list(s.records())
+
+
+ITEM = {"type": "item", "namespace": ["notes"], "key": "k", "value": {"a": 1}, "created_at": 1, "updated_at": 1}
+BATCH = {"type": "batch", "key": "b1", "digest": "00" * 16, "ids": [[1]], "merged": [[False]]}
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ({**ITEM, "created_at": 2**63 - 1}, "'created_at' must be microseconds since the epoch"),
+        ({**ITEM, "updated_at": 2**64}, "outside int64"),
+        ({**ITEM, "refs": [["alice", 2**64]]}, "outside int64"),
+        ({**ITEM, "namespace": nested(40, "x")}, "nested deeper than 32 levels"),
+        ({**BATCH, "ids": [[2**64]]}, "outside int64"),
+        ({**BATCH, "merged": nested(40, False)}, "nested deeper than 32 levels"),
+    ],
+)
+def test_a_hostile_item_or_batch_line_is_one_line(tmp_path, line: dict[str, Any], message: str) -> None:
+    lines = export_lines(os.fspath(tmp_path / "src"))
+    with pytest.raises(ValueError, match=message) as e:
+        import_jsonl(iter([*lines, json.dumps(line)]), tmp_path / "dst")
+    assert one_line(e).startswith(f"line {len(lines) + 1}: ")
+    assert not (tmp_path / "dst").exists()
+
+
+def test_an_item_value_keeps_the_depth_and_numbers_its_store_took(tmp_path) -> None:
+    """An item's value is the caller's JSON: an export of a deep value or a
+    wide integer imports as it was exported."""
+    lines = export_lines(os.fspath(tmp_path / "src"))
+    value = {"deep": nested(40, 10**30)}
+    import_jsonl(iter([*lines, json.dumps({**ITEM, "value": value})]), tmp_path / "dst")
+    with Store(os.fspath(tmp_path / "dst"), create=False) as s:
+        assert s.verify() == []
+        out = io.StringIO()
+        export_jsonl(s, out)
+    items = [json.loads(line) for line in out.getvalue().splitlines() if json.loads(line)["type"] == "item"]
+    assert [i["value"] for i in items] == [value]
