@@ -25,6 +25,7 @@ PYBIND11_MODULE(_core, m) {
     static py::exception<Error> base(m, "Error");
     static py::exception<Corrupt> corrupt(m, "CorruptStoreError", base.ptr());
     static py::exception<StoreFull> full(m, "StoreFullError", base.ptr());
+    static py::exception<StoreMoved> moved(m, "StoreMovedError", base.ptr());
     py::register_exception_translator([](std::exception_ptr p) {
         try {
             if (p) std::rethrow_exception(p);
@@ -36,6 +37,8 @@ PYBIND11_MODULE(_core, m) {
             py::set_error(corrupt, e.what());
         } catch (const StoreFull& e) {
             py::set_error(full, e.what());
+        } catch (const StoreMoved& e) {
+            py::set_error(moved, e.what());
         } catch (const Error& e) {
             py::set_error(base, e.what());
         }
@@ -130,23 +133,37 @@ PYBIND11_MODULE(_core, m) {
                      out.append(py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round));
                  return out;
              })
-        .def("verify",
-             [](Engine& e) {
-                 auto u = e.use();
-                 Store& st = *u;
-                 std::vector<std::string> problems;
-                 {
-                     py::gil_scoped_release nogil;
-                     problems = st.verify();
-                 }
-                 // A report quotes damaged names and texts: decode leniently,
-                 // or the report of damage would itself fail.
-                 py::list out;
-                 for (const std::string& p : problems)
-                     out.append(py::reinterpret_steal<py::str>(
-                         PyUnicode_DecodeUTF8(p.data(), static_cast<Py_ssize_t>(p.size()), "replace")));
-                 return out;
-             })
+        .def(
+            "verify",
+            [](Engine& e, py::object digest) {
+                auto u = e.use();
+                Store& st = *u;
+                std::vector<std::string> problems;
+                Store::DigestFn fn;
+                if (!digest.is_none())
+                    // The store's normalization lives in Python (normalize.py):
+                    // called per text, holding the GIL only for the call.
+                    fn = [&digest](std::string_view text, std::string_view scope) {
+                        py::gil_scoped_acquire gil;
+                        py::object t = py::reinterpret_steal<py::object>(
+                            PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace"));
+                        py::object s = py::reinterpret_steal<py::object>(
+                            PyUnicode_DecodeUTF8(scope.data(), static_cast<Py_ssize_t>(scope.size()), "replace"));
+                        return std::string(py::bytes(digest(t, s)));
+                    };
+                {
+                    py::gil_scoped_release nogil;
+                    problems = st.verify(fn);
+                }
+                // A report quotes damaged names and texts: decode leniently,
+                // or the report of damage would itself fail.
+                py::list out;
+                for (const std::string& p : problems)
+                    out.append(py::reinterpret_steal<py::str>(
+                        PyUnicode_DecodeUTF8(p.data(), static_cast<Py_ssize_t>(p.size()), "replace")));
+                return out;
+            },
+            py::arg("digest") = py::none())
         .def("repair",
              [](Engine& e, const std::vector<std::pair<uint64_t, py::bytes>>& digests) {
                  auto u = e.use();
@@ -155,6 +172,12 @@ PYBIND11_MODULE(_core, m) {
                  for (auto& [id, d] : digests) ds.emplace_back(id, std::string(d));
                  py::gil_scoped_release nogil;
                  st.repair(ds);
+             })
+        .def("check_alone",
+             [](Engine& e) {
+                 auto u = e.use();
+                 Store& st = *u;
+                 st.check_alone();
              })
         .def("dump", &Engine::dump, py::arg("after"), py::arg("limit"))
         .def("load", &Engine::load, py::arg("owners"), py::arg("rows"), py::arg("vectors"), py::arg("merges"),

@@ -38,6 +38,15 @@ struct StoreFull : Error {
     using Error::Error;
 };
 
+// The store's file was deleted or replaced while the store was open (its
+// directory removed, another file renamed over data.mdb): a commit would go
+// to a file nobody can open again, so the transaction was not committed and
+// nothing is acknowledged (Python: agentsensus.StoreMovedError). Like
+// SQLite's SQLITE_READONLY_DBMOVED.
+struct StoreMoved : Error {
+    using Error::Error;
+};
+
 // An LMDB call failed for a reason other than the ones handled internally.
 struct LmdbError : Error {
     int code;

@@ -1,4 +1,4 @@
-// Store::verify and Store::repair: the store's invariants I1..I13 of the
+// Store::verify and Store::repair: the store's invariants I1..I19 of the
 // format map (schema.hpp, docs/file-format.md), checked one by one in the
 // spirit of SQLite's integrity_check, and the rebuild of everything derived
 // from the primary tables.
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <shared_mutex>
@@ -66,8 +67,10 @@ bool has_pair(MDB_txn* txn, MDB_dbi dbi, MDB_val k, MDB_val v) {
 // owner names, the live records).
 class Verifier {
 public:
-    Verifier(Store& s, MDB_txn* t)
+    Verifier(Store& s, MDB_txn* t, const Store::DigestFn& digest, std::shared_lock<std::shared_mutex>& index_lock)
         : s_(s),
+          index_lock_(index_lock),
+          digest_(digest),
           t_(t),
           db_(s.db_),
           next_id_(s.meta_u64(t, kMetaNextId, 1)),
@@ -77,23 +80,25 @@ public:
           vec_(s.dim_) {}
 
     std::vector<std::string> run() {
-        owner_names();                                                              // I2
-        records();                                                                  // I3
-        vectors();                                                                  // I4
-        owner_sets();                                                               // I5
-        hist();                                                                     // I6
-        edges();                                                                    // I7
-        text_index();                                                               // I8
-        merge_log();                                                                // I9
-        journal();                                                                  // I10
-        index();                                                                    // I11
-        said();                                                                     // I12
+        owner_names();         // I2
+        records();             // I3
+        vectors();             // I4
+        owner_sets();          // I5
+        hist();                // I6
+        edges();               // I7
+        text_index();          // I8
+        merge_log();           // I9
+        journal();             // I10
+        index();               // I11
+        index_lock_.unlock();  // writers of this process wait for it; the rest reads LMDB only
+        said();                // I12
         s_.verify_scopes(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I14 (scopes.cpp)
         // I13 (batch_keys.cpp)
         if (s_.has_batch_keys_) verify_batch_keys(t_, db_.batch_keys, next_id_, [&](std::string m) { bad(m); });
         s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });                // I15
         s_.verify_record_meta(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I16, I17 (record_meta.cpp)
         s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });              // I18
+        if (digest_) text_digests();                                                     // I19
         return std::move(out_);
     }
 
@@ -319,11 +324,75 @@ private:
             if (!with_row0.count(id)) bad(id_str(id) + " has said rows but no row 0");
     }
 
-    // I11: the index (index.usearch, caught up) holds the same ids and the
-    // same vectors as LMDB.
+    // I19: every text digest of a record with said rows (rnorms) is the
+    // digest of one of its texts: its text, its said rows' texts, or a text
+    // of its merge log. A foreign digest (a poisoned import, a damaged row) would merge
+    // every later deposit of that other text into this record.
+    void text_digests() {
+        if (!s_.has_said_) return;
+        std::unordered_map<uint64_t, std::vector<std::string_view>> merged;  // survivor -> merge-log texts
+        each(t_, db_.merges, [&](MDB_val&, MDB_val& v) {
+            MergeEntry m;
+            if (decode_merge(v, m)) {
+                merged[m.survivor].push_back(m.kept);
+                merged[m.survivor].push_back(m.discarded);
+            }
+        });
+        for (uint64_t id : records_) {
+            Be64 key(id);
+            MDB_val k = val(key.b, 8), v;
+            std::vector<std::string> stored;
+            {
+                Cursor c(t_, db_.rnorms);
+                bool more = c.op(k, v, MDB_SET);
+                if (more) more = c.op(k, v, MDB_FIRST_DUP);
+                for (; more; more = c.op(k, v, MDB_NEXT_DUP)) stored.emplace_back(view(v));
+            }
+            if (stored.empty()) continue;
+            std::vector<std::string_view> texts;
+            MDB_val rv;
+            RecordHeader h;
+            std::string_view text;
+            if (agentsensus::get(t_, db_.records, val(key.b, 8), rv) && decode_record(rv, h, text))
+                texts.push_back(text);
+            bool rows = false;
+            {
+                Cursor c(t_, db_.said);
+                auto first = said_key(id, 0);
+                MDB_val sk = val(first.data(), first.size()), sv;
+                for (bool more = c.op(sk, sv, MDB_SET_RANGE); more && sk.mv_size == 16 && read_be64(sk.mv_data) == id;
+                     more = c.op(sk, sv, MDB_NEXT)) {
+                    rows = true;
+                    SaidEntry e;
+                    if (decode_said(sv, e) && !e.text.empty()) texts.push_back(e.text);
+                }
+            }
+            // A record without said rows (schema 1) lost the texts of the
+            // owners who forgot it and keeps their digests: not traceable.
+            if (!rows) continue;
+            auto m = merged.find(id);
+            if (m != merged.end()) texts.insert(texts.end(), m->second.begin(), m->second.end());
+            std::string scope;
+            try {
+                scope = s_.scope_name(t_, s_.record_scope(t_, id));
+            } catch (const DamagedPage&) {
+                throw;
+            } catch (const Corrupt&) {
+                continue;  // I14 reports the scope
+            }
+            std::unordered_set<std::string> known;
+            for (std::string_view t : texts) known.insert(digest_(t, scope));
+            for (const std::string& d : stored)
+                if (!known.count(d))
+                    bad(id_str(id) + " holds text digest " + hex(d) +
+                        ", which is the digest of none of its texts: deposits of another text would merge into it");
+        }
+    }
+
+    // I11: the index (index.usearch, caught up to this transaction by
+    // Store::verify, which holds its lock) holds the same ids and the same
+    // vectors as LMDB.
     void index() {
-        s_.sync_index();
-        std::shared_lock<std::shared_mutex> lock(s_.index_mu_);
         const size_t dim = s_.dim_;
         size_t missing = 0, differ = 0;
         for (uint64_t id : records_) {
@@ -346,6 +415,8 @@ private:
     }
 
     Store& s_;
+    std::shared_lock<std::shared_mutex>& index_lock_;
+    const Store::DigestFn& digest_;
     MDB_txn* t_;
     const Store::Dbs& db_;
     const uint64_t next_id_, next_merge_, next_journal_, next_owner_;
@@ -356,15 +427,30 @@ private:
     std::vector<float> vec_;
 };
 
-std::vector<std::string> Store::verify() {
+std::vector<std::string> Store::verify(const DigestFn& digest) {
     check_open();
-    ReadTxn rt(*env_);
+    std::optional<ReadTxn> rt(std::in_place, *env_);
     // I1, the file's structure, first and read without LMDB's map (the read
     // transaction keeps the pages walked from being reused): reading damaged
     // pages through LMDB could kill the process, so stop at any damage.
     std::vector<std::string> pages = check_pages(dir_, true);
     if (!pages.empty()) return pages;
-    return Verifier(*this, rt.get()).run();
+    // The index caught up to exactly this snapshot (I11), so a writer in
+    // another process is never reported as damage. When a writer of this
+    // process moved the index past it meanwhile, a newer snapshot is taken
+    // (bounded; the last try compares what it has).
+    for (int attempt = 0;; ++attempt) {
+        {
+            std::unique_lock<std::shared_mutex> up(index_mu_);
+            if (applied_seq_ < journal_end(rt->get())) catch_up_locked(rt->get());
+        }
+        std::shared_lock<std::shared_mutex> lock(index_mu_);
+        if (applied_seq_ == journal_end(rt->get()) || attempt >= 50)
+            return Verifier(*this, rt->get(), digest, lock).run();
+        lock.unlock();
+        rt.reset();
+        rt.emplace(*env_);
+    }
 }
 
 // Store::repair's steps, in the order they run inside its one write
@@ -604,8 +690,14 @@ private:
     std::set<uint64_t> keep_;             // the records repair keeps
 };
 
+void Store::check_alone() {
+    check_open();
+    Env::Exclusive alone(*env_);
+}
+
 void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests) {
     check_open();
+    Env::Exclusive alone(*env_);  // refused while another process has the store open
     unsigned char fresh_uuid[16];
     std::random_device rd;
     for (int i = 0; i < 16; i += 4) {

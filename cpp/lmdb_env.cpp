@@ -1,5 +1,6 @@
 #include "lmdb_env.hpp"
 
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -77,7 +78,7 @@ bool Cursor::op(MDB_val& k, MDB_val& v, MDB_cursor_op o) {
     return true;
 }
 
-Env::Env(const std::string& dir, const Options& o) : readonly_(o.readonly) {
+Env::Env(const std::string& dir, const Options& o) : readonly_(o.readonly), dir_(dir) {
     struct stat st;
     if (stat(dir.c_str(), &st) != 0) {
         if (!o.create || o.readonly) throw NotFound("store directory does not exist: " + dir);
@@ -112,6 +113,15 @@ Env::Env(const std::string& dir, const Options& o) : readonly_(o.readonly) {
         if (rc == ENOENT) throw NotFound("no store in " + dir);
         throw_lmdb(rc, ("mdb_env_open(" + dir + ")").c_str());
     }
+    // Every open holds data.mdb shared, so that repair can tell it has the
+    // store to itself (Exclusive); a repair in progress elsewhere refuses it.
+    mdb_filehandle_t fd = -1;
+    if (mdb_env_get_fd(env_, &fd) == 0) fd_ = fd;
+    if (fd_ >= 0 && flock(fd_, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        mdb_env_close(env_);
+        env_ = nullptr;
+        throw Error("the store at " + dir + " is being repaired by another process: open it when that is done");
+    }
     // A store opened after a reader process died must not keep its slot.
     int dead = 0;
     mdb_reader_check(env_, &dead);
@@ -128,6 +138,11 @@ Env::~Env() {
 MDB_dbi Env::open_db(const char* name, unsigned flags) {
     MDB_txn* txn = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, readonly_ ? MDB_RDONLY : 0, &txn);
+    // Another process grew the map since this one opened: adopt its size.
+    for (int i = 0; rc == MDB_MAP_RESIZED && i < 100; ++i) {
+        adopt_resize();
+        rc = mdb_txn_begin(env_, nullptr, readonly_ ? MDB_RDONLY : 0, &txn);
+    }
     if (rc) throw_lmdb(rc, "mdb_txn_begin(open_db)");
     MDB_dbi dbi;
     rc = mdb_dbi_open(txn, name, flags | (readonly_ ? 0 : MDB_CREATE), &dbi);
@@ -164,6 +179,12 @@ void Env::write(const std::function<void(MDB_txn*)>& fn) {
             mdb_txn_abort(txn);
             throw;
         }
+        try {
+            check_same_file();
+        } catch (...) {
+            mdb_txn_abort(txn);
+            throw;
+        }
         rc = mdb_txn_commit(txn);  // frees txn whatever the outcome
         if (rc == MDB_MAP_FULL) {
             lock.unlock();
@@ -175,6 +196,31 @@ void Env::write(const std::function<void(MDB_txn*)>& fn) {
         if (rc) throw_lmdb(rc, "mdb_txn_commit");
         return;
     }
+}
+
+void Env::check_same_file() const {
+    // One fstat and one stat a commit: the open file still has a name, and
+    // the name still leads to it.
+    if (fd_ < 0) return;
+    struct stat open_st, path_st;
+    const std::string path = dir_ + "/data.mdb";
+    bool same = fstat(fd_, &open_st) == 0 && open_st.st_nlink > 0 && stat(path.c_str(), &path_st) == 0 &&
+                open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino;
+    if (!same)
+        throw StoreMoved("the store's file " + path +
+                         " was deleted or replaced while the store was open; nothing was written: reopen the store");
+}
+
+Env::Exclusive::Exclusive(Env& env) : env_(env) {
+    if (env.fd_ < 0) return;
+    if (flock(env.fd_, LOCK_EX | LOCK_NB) == 0) return;
+    flock(env.fd_, LOCK_SH | LOCK_NB);  // a failed conversion may have dropped the shared lock
+    throw Error("the store at " + env.dir_ +
+                " is open in another process: close it there first (repair needs the store to itself)");
+}
+
+Env::Exclusive::~Exclusive() {
+    if (env_.fd_ >= 0) flock(env_.fd_, LOCK_SH);
 }
 
 void Env::adopt_resize() {

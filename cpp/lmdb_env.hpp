@@ -99,8 +99,29 @@ public:
 
     std::shared_mutex& resize_mutex() { return resize_mu_; }
 
+    // Exclusive use of the store across processes, for repair: every open
+    // holds a shared flock on data.mdb's descriptor, and this takes it
+    // exclusive (without waiting) until the guard ends; Error names the
+    // refusal when another process has the store open.
+    class Exclusive {
+    public:
+        explicit Exclusive(Env& env);
+        ~Exclusive();
+        Exclusive(const Exclusive&) = delete;
+        Exclusive& operator=(const Exclusive&) = delete;
+
+    private:
+        Env& env_;
+    };
+
 private:
     void grow();
+    // Throws StoreMoved when data.mdb at its path is no longer the file this
+    // environment has open (deleted, or another file renamed over it).
+    void check_same_file() const;
+
+    std::string dir_;
+    int fd_ = -1;  // LMDB's descriptor of data.mdb
 
     OpenClaim claim_;  // one Env per store directory per process (open_registry.hpp)
     MDB_env* env_ = nullptr;

@@ -10,7 +10,7 @@
 // LMDB file is not portable across byte orders anyway). A "dup" table holds
 // several sorted values under one key (MDB_DUPSORT). Record ids, merge seqs
 // and journal seqs start at 1; 0 means none. Texts and names are UTF-8.
-// The invariants I1..I13 are the ones Store::verify checks (integrity.cpp);
+// The invariants I1..I19 are the ones Store::verify checks (integrity.cpp);
 // I1 is the structure of the LMDB pages themselves (page_check.hpp).
 #pragma once
 #include <lmdb.h>
@@ -136,6 +136,12 @@ constexpr TableSpec kMergesBySurvivorTable{"rmerges", kDupFixed};
 // 16-byte normalized-text digest -> Be64 record id: the exact-duplicate
 // index, one digest for every text a record absorbed. I8 (with rnorms): each
 // points to a live record and is in rnorms under it, and rnorms points back.
+// I19: every digest of a record with said rows is the digest (normalize.py,
+// keyed by the record's scope) of one of its texts: its text, a said row's
+// text, or a kept or discarded text of its merge log. A digest of another
+// text would merge every later deposit of that text into the record.
+// Records without said rows (schema 1) keep the digests of statements their
+// forgetters took away, so they are not checked.
 constexpr TableSpec kNormsTable{"norms", 0};
 // Be64 record id -> dup 16-byte digest: the reverse of norms.
 constexpr TableSpec kNormsByRecordTable{"rnorms", kDupFixed};

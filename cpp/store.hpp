@@ -302,13 +302,23 @@ public:
     // store unchanged. See LoadBatch.
     void restore(const LoadBatch& b);
 
+    // The normalized-text digest of a text in a scope ("" the default), as
+    // deposits compute it (the caller's normalization: the engine has none).
+    using DigestFn = std::function<std::string(std::string_view text, std::string_view scope)>;
     // Every broken invariant in plain words; empty when the store is sound.
-    std::vector<std::string> verify();
+    // One read transaction for all of them, with the index caught up to
+    // exactly that snapshot, so a writer in another process is never
+    // reported as damage. With digest, I19 too (each text digest is one of
+    // its record's texts').
+    std::vector<std::string> verify(const DigestFn& digest = nullptr);
     // Rebuilds the derived tables, the journal and the index from the
     // primary ones (records, vectors, owner sets, edges, names, merge log),
     // dropping records that cannot be served. digests: (record, normalized
     // text digest) pairs for the exact-duplicate index. Needs exclusive use.
     void repair(const std::vector<std::pair<uint64_t, std::string>>& digests);
+    // Throws Error when another process has the store open (repair would
+    // refuse it); returns otherwise, holding nothing.
+    void check_alone();
 
     // The lexical index (lexical_index.hpp). lexical_built: it is complete
     // (a store from before it is not, until build_lexical or repair).

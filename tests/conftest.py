@@ -10,6 +10,10 @@ from agentsensus import Store
 from helpers import DIM
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: a test that takes seconds (real processes racing)")
+
+
 @pytest.fixture
 def store_path(tmp_path) -> str:
     return os.fspath(tmp_path / "store")

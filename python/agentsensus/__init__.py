@@ -15,7 +15,7 @@ from ._version import __version__
 # Through the old module path: it is loaded before ``compact`` is bound to the
 # function here, so a later ``import agentsensus.compact`` cannot rebind it.
 from .compact import Compacted, compact
-from .errors import ContentionError, CorruptStoreError, Error, StoreFullError
+from .errors import ContentionError, CorruptStoreError, Error, StoreFullError, StoreMovedError
 from .judges import JudgeRequest
 from .planfence.fence import Check, Fence, Link, Stale, StalePlanError
 from .records import Change, Deposit, Memory, Merge, Stats
@@ -32,6 +32,7 @@ __all__ = [
     "Error",
     "CorruptStoreError",
     "StoreFullError",
+    "StoreMovedError",
     "ContentionError",
     "Fence",
     "Link",

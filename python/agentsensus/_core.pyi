@@ -7,7 +7,7 @@ here. Methods bound without ``py::arg`` names take positional arguments only.
 """
 
 import enum
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -82,6 +82,9 @@ class CorruptStoreError(Error):
 
 class StoreFullError(Error):
     """The device has no space left for a commit; nothing was written."""
+
+class StoreMovedError(Error):
+    """The store's file was deleted or replaced while open; nothing was written."""
 
 class Engine:
     """One open store: an LMDB environment and its vector index.
@@ -216,8 +219,11 @@ class Engine:
     def said(self, id: int) -> tuple[str, list[tuple[int, str, int, str]]]:
         """The record's text and its statements (n, owner, round, text)."""
     def records(self, after: int, limit: int, /) -> list[_Row]: ...
-    def verify(self) -> list[str]: ...
+    def verify(self, digest: Optional[Callable[[str, str], bytes]] = None) -> list[str]:
+        """Every broken invariant; with ``digest(text, scope)``, I19 too."""
     def repair(self, digests: list[tuple[int, bytes]], /) -> None: ...
+    def check_alone(self) -> None:
+        """Raises Error when another process has the store open (repair would refuse)."""
     def stats(self) -> dict[str, int]: ...
     def merges(self, after: int, limit: int, /) -> list[tuple[int, int, str, str, str, int]]:
         """(seq, survivor, kept, discarded, owner, round) after ``after``."""

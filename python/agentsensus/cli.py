@@ -42,7 +42,14 @@ def _check(args: argparse.Namespace) -> int:
             print("the file's pages are damaged: --repair cannot fix that; restore a backup", file=sys.stderr)
         return 1
     with Store(args.path, create=False, readonly=not args.repair) as s:
+        if args.repair:
+            s._handles().engine.check_alone()  # repair rebuilds tables others are reading: refused up front
         problems = s.verify()
+        if problems and not args.repair:
+            # One snapshot has nothing in flux; a second read confirms, so
+            # that only what stays broken across snapshots is reported.
+            again = set(s.verify())
+            problems = [p for p in problems if p in again]
         if problems and args.repair:
             print(f"{len(problems)} problem(s) found; repairing", file=sys.stderr)
             s.repair()

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from . import _core
 from .errors import CorruptStoreError
+from .validation import check_json_value
 
 __all__ = [
     "MAX_METADATA_BYTES",
@@ -50,6 +51,7 @@ def check_metadata(metadata: Any, what: str = "metadata") -> str:
     for key in metadata:
         if not isinstance(key, str):
             raise TypeError(f"{what} keys must be str, got {type(key).__name__}")
+    check_json_value(metadata, what)  # depth, int64 and finite floats, before json.dumps recurses
     try:
         text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False, separators=(",", ":"), sort_keys=True)
     except (TypeError, ValueError) as e:
@@ -166,6 +168,8 @@ def encode_where(where: Union[None, Mapping[str, Any]]) -> bytes:
         return b""
     if not isinstance(where, Mapping):
         raise TypeError(f"where must be a dict, got {type(where).__name__}")
+    # Depth and number ranges first, without recursion: _clauses recurses into $and.
+    check_json_value(where, "where", leaves=(_dt.datetime,))
     clauses: list[bytes] = []
     _clauses(where, clauses)
     if len(clauses) > _MAX_CLAUSES:

@@ -573,7 +573,7 @@ class Store:
     def get(self, id: int, owner: Optional[str] = None) -> Memory:
         """The record ``id``; ``KeyError`` when absent. With ``owner``, the
         memory carries that owner's metadata of it."""
-        who = "" if owner is None else check_owner(owner)
+        who = "" if owner is None else check_owner(owner, existing=True)
         i, t, o, r, c, u, m = self._handles().engine.get_meta(_check_id(id), who)
         return Memory(i, t, frozenset(o), r, None, "", decode_metadata(m), to_datetime(c), to_datetime(u))
 
@@ -705,15 +705,20 @@ class Store:
         sound. Checks owner sets against owner lists, edge symmetry, the
         counters behind ``stats``, the text and merge indexes, the journal,
         and that the index holds exactly the records' vectors; then the
-        Planfence lineage (see :meth:`Fence.verify`)."""
+        Planfence lineage (see :meth:`Fence.verify`). Every record's text
+        digests are recomputed from its texts: a digest of another text is
+        reported. One snapshot throughout: a writer in another process is
+        never reported as damage."""
         engine, lineage = self._handles()
-        return list(engine.verify()) + list(lineage.verify())
+        # I19 recomputes each record's text digests with the store's own
+        # normalization, which lives here, not in the engine.
+        return list(engine.verify(text_digest)) + list(lineage.verify())
 
     def repair(self) -> None:
         """Rebuilds the index and every derived table from the records, owner
         sets, edges and merge log, dropping records that cannot be served (no
-        vector or no owner). Needs exclusive use of the store: close it in
-        other processes first."""
+        vector or no owner). Needs exclusive use of the store: while another
+        process has it open, :class:`Error` says so and nothing changes."""
         engine = self._writable()
         texts: list[tuple[int, str]] = [(m.id, m.text) for m in self.records()]
         for rid, _ in list(texts):  # the statements forget may have left in said rows only

@@ -4,8 +4,10 @@ argument and what was wrong, and is raised before anything is written."""
 from __future__ import annotations
 
 import bisect
+import math
 import numbers
 import unicodedata
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,12 +24,39 @@ __all__ = [
     "check_vectors",
     "check_query",
     "check_k",
+    "check_json_value",
+    "MAX_NESTING",
+    "INT64_MIN",
+    "INT64_MAX",
+    "MAX_TIME_US",
 ]
 
 MAX_STATEMENT_BYTES: int = _core.MAX_STATEMENT_BYTES
 MAX_STATEMENTS_PER_DEPOSIT: int = _core.MAX_STATEMENTS_PER_DEPOSIT
 MAX_OWNER_BYTES: int = _core.MAX_OWNER_BYTES
 MAX_OWNERS_PER_RECORD: int = _core.MAX_OWNERS_PER_RECORD
+#: The deepest nesting of lists and objects a metadata value, a ``where``
+#: filter or an export line may have (the top level is depth 1).
+MAX_NESTING: int = 32
+INT64_MIN: int = -(2**63)
+INT64_MAX: int = 2**63 - 1
+#: The latest time a record or item may carry: 9999-12-31 23:59:59.999999
+#: UTC in microseconds since the epoch, the last one a datetime can show.
+MAX_TIME_US: int = 253_402_300_799_999_999
+
+# Unicode categories an owner name may not hold: controls, format
+# characters (zero-width, bidi controls), line and paragraph separators,
+# private-use and unassigned code points. Each shows nothing, or something
+# that differs between fonts, so two names that look alike could be two owners.
+_REFUSED_IN_NAMES = {
+    "Cc": "control",
+    "Cf": "format",
+    "Zl": "line separator",
+    "Zp": "paragraph separator",
+    "Co": "private-use",
+    "Cn": "unassigned",
+    "Cs": "surrogate",
+}
 
 # The engine's table of code points that show nothing (cpp/visible_text.hpp):
 # controls, blanks, zero-width and other format characters.
@@ -74,15 +103,65 @@ def check_text(value: Any, name: str, limit: int, empty: str) -> str:
 
 
 def check_owner(owner: Any, name: str = "owner", *, existing: bool = False) -> str:
-    """An owner name: a non-empty str of at most MAX_OWNER_BYTES UTF-8 bytes,
-    with no control character (NUL among them) and a visible one. With
-    ``existing`` (reads and forget) only the first two: a store written
-    before the last two checks may hold such a name, and it must stay
-    readable and forgettable."""
+    """An owner name, NFC-normalized (two spellings of one text are one
+    owner): a non-empty str of at most MAX_OWNER_BYTES UTF-8 bytes with a
+    visible character, none of Unicode's categories Cc, Cf, Zl, Zp, Co, Cn
+    (controls, zero-width and bidi controls, separators, private-use and
+    unassigned code points), and no compatibility character (its NFKC form
+    is itself: a fullwidth "\uff21lice" is refused, naming "Alice"). Letters
+    of other scripts that look alike (Cyrillic "\u0430") stay distinct
+    owners. With ``existing`` (reads and forget) only NFC and the size: a
+    store written before the other checks may hold such a name, and it must
+    stay readable and forgettable."""
     value = check_text(owner, name, MAX_OWNER_BYTES, f"{name} must be a non-empty name, got {owner!r}")
+    try:
+        value = unicodedata.normalize("NFC", value)
+    except UnicodeError as e:  # lone surrogates and the like
+        raise ValueError(f"{name} is not valid Unicode text: {e}") from None
     if existing:
-        return value
-    return check_visible(_check_no_control(value, name), name)
+        return check_text(value, name, MAX_OWNER_BYTES, f"{name} must be a non-empty name, got {owner!r}")
+    check_visible(_check_no_control(value, name), name)
+    for i, ch in enumerate(value):
+        kind = _REFUSED_IN_NAMES.get(unicodedata.category(ch))
+        if kind is not None:
+            raise ValueError(f"{name} has a {kind} character (U+{ord(ch):04X} at index {i}), got {owner!r}")
+    folded = unicodedata.normalize("NFKC", value)
+    if folded != value:
+        raise ValueError(f"{name} has compatibility characters (fullwidth, ligatures and the like): write {folded!r}")
+    return check_text(value, name, MAX_OWNER_BYTES, f"{name} must be a non-empty name")
+
+
+def check_json_value(value: Any, name: str, *, max_depth: int = MAX_NESTING, leaves: tuple[type, ...] = ()) -> Any:
+    """A JSON-like value (dicts with str keys, lists or tuples, str, bool,
+    None, ints within int64, finite floats, and values of ``leaves``) nested
+    at most ``max_depth`` deep; returns it unchanged. Walked without recursion, so a hostile depth
+    is a one-line ``ValueError`` naming ``name``, never a ``RecursionError``;
+    an int beyond int64 or a NaN/inf float is a ``ValueError``, another
+    type a ``TypeError``."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, name)]
+    while stack:
+        v, depth, where = stack.pop()
+        if isinstance(v, (Mapping, list, tuple, set, frozenset)):
+            if depth > max_depth:
+                raise ValueError(f"{name} is nested deeper than {max_depth} levels")
+            if isinstance(v, Mapping):
+                for k, child in v.items():
+                    if not isinstance(k, str):
+                        raise TypeError(f"{where} has a key of type {type(k).__name__}; keys must be str")
+                    stack.append((child, depth + 1, f"{where}[{k!r}]"))
+            else:
+                stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in enumerate(v))
+        elif isinstance(v, bool) or v is None or isinstance(v, (str, *leaves)):
+            continue
+        elif isinstance(v, numbers.Integral):
+            if not INT64_MIN <= int(v) <= INT64_MAX:
+                raise ValueError(f"{where} is an integer outside int64 (-2**63 .. 2**63-1)")
+        elif isinstance(v, numbers.Real):
+            if not math.isfinite(float(v)):
+                raise ValueError(f"{where} is {v!r}: JSON without NaN or inf takes finite numbers only")
+        else:
+            raise TypeError(f"{where} is a {type(v).__name__}, which is not JSON-serializable")
+    return value
 
 
 def check_statements(statements: Any, name: str = "statements") -> list[str]:

@@ -24,9 +24,11 @@ import numpy as np
 
 from .. import _core
 from ..errors import Error
+from ..normalize import text_digest
 from ..planfence.fence import value_digest
 from ..record_meta import check_metadata
 from ..scopes import check_scope
+from ..validation import INT64_MAX, MAX_NESTING, MAX_TIME_US, check_json_value, check_owner
 from .batch_keys_io import BatchKeyLoader
 from .export import FORMAT
 from .items_io import ItemLoader
@@ -64,11 +66,30 @@ def _get(row: dict[str, Any], name: str, kind: Union[type, tuple[type, ...]]) ->
     return v
 
 
-def _uint(row: dict[str, Any], name: str) -> int:
+def _uint(row: dict[str, Any], name: str, top: int = INT64_MAX) -> int:
     v: int = _get(row, name, int)
     if v < 0:
         raise _Bad(f"{name!r} is negative")
+    if v > top:
+        raise _Bad(f"{name!r} is {v}, above the limit of {top}")
     return v
+
+
+def _time(row: dict[str, Any], name: str) -> int:
+    """Microseconds since the epoch, within what a datetime can show."""
+    return _uint(row, name, MAX_TIME_US)
+
+
+def _owner(name: Any, what: str) -> str:
+    """An owner name as a deposit would take it (validation.check_owner),
+    and already in that form: import never renames an owner."""
+    try:
+        checked = check_owner(name, what)
+    except (TypeError, ValueError) as e:
+        raise _Bad(str(e)) from None
+    if checked != name:
+        raise _Bad(f"{what} {name!r} is not in Unicode NFC form (the store's owner names are)")
+    return checked
 
 
 def _b64(row: dict[str, Any], name: str) -> bytes:
@@ -102,7 +123,7 @@ class _Loader:
         agents = header.get("agents", [])
         if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
             raise _Bad("'agents' must be a list of owner names")
-        self.agents: list[str] = agents
+        self.agents: list[str] = [_owner(a, "an owner") for a in agents]
         counters = _get(header, "counters", dict)
         self.counters = (_uint(counters, "next_id"), _uint(counters, "next_merge"), _uint(counters, "deposits"))
         self.format: int = header["format"]
@@ -111,12 +132,16 @@ class _Loader:
         self.vectors: list[np.ndarray] = []
         self.merges: list[tuple[Any, ...]] = []
         self.meta: list[tuple[Any, ...]] = []  # (id, created, updated, [(owner, json)]) of the batch's records
-        self.pending_edges: set[tuple[int, int]] = set()  # (lower, higher) listed by lower, not yet by higher
+        # (lower, higher) listed by lower, not yet by higher -> the line of lower
+        self.pending_edges: dict[tuple[int, int], int] = {}
         self.keys: dict[str, tuple[str, int, list[dict[str, Any]]]] = {}
         self.counts = {"record": 0, "merge": 0}
         self.first_line: Optional[int] = None  # of the lines in the unflushed batch
         self.line = 1
         self.last_id = self.last_seq = 0
+        # Digests no text of their record's line explains yet, by record:
+        # the merge lines (after every record) may still explain them.
+        self.unexplained: dict[int, tuple[int, str, set[bytes]]] = {}  # id -> (line, scope, digests)
 
     def _flush(self) -> None:
         if not self.rows and not self.merges:
@@ -146,6 +171,8 @@ class _Loader:
         digests = [_hex(d, "a digest") for d in _get(row, "digests", list)]
         if not all(isinstance(o, str) for o in owners):
             raise _Bad("'owners' must be a list of names")
+        for o in owners:
+            _owner(o, "an owner")
         if not all(isinstance(e, int) and not isinstance(e, bool) and e > 0 for e in edges):
             raise _Bad("'edges' must be a list of record ids")
         raw = _b64(row, "vector")
@@ -153,13 +180,16 @@ class _Loader:
             raise _Bad(f"'vector' holds {len(raw)} bytes, not {4 * self.dim} (dim {self.dim}, float32)")
         for e in edges:
             if e > rid:
-                self.pending_edges.add((rid, e))
+                self.pending_edges[(rid, e)] = self.line
             elif (e, rid) in self.pending_edges:
-                self.pending_edges.remove((e, rid))
+                del self.pending_edges[(e, rid)]
             else:
                 raise _Bad(f"record {rid} lists an edge to record {e}, which does not list it back")
         said = []
-        for st in row.get("said", []) if self.format >= 3 else []:
+        said_rows = row.get("said", []) if self.format >= 3 else []
+        if not isinstance(said_rows, list):
+            raise _Bad("'said' must be a list of objects")
+        for st in said_rows:
             if not isinstance(st, dict):
                 raise _Bad("'said' must be a list of objects")
             vec = b""
@@ -168,16 +198,20 @@ class _Loader:
                 if len(vec) != 4 * self.dim:
                     raise _Bad(f"a 'said' vector holds {len(vec)} bytes, not {4 * self.dim}")
                 vec = np.frombuffer(vec, dtype="<f4").astype(np.float32).tobytes()
-            said.append((_uint(st, "n"), _get(st, "owner", str), _uint(st, "round"), _get(st, "text", str), vec))
+            said.append(
+                (_uint(st, "n"), _get(st, "owner", str), _uint(st, "round", 0xFFFFFFFF), _get(st, "text", str), vec)
+            )
         scope = _get(row, "scope", str) if "scope" in row else ""
         if scope:
             try:
                 check_scope(scope)
             except (TypeError, ValueError) as e:
                 raise _Bad(str(e)) from None
+        text = _get(row, "text", str)
+        self._check_digests(rid, scope, digests, [text, *(st[3] for st in said)])
         self.scopes.append(scope)
         self.rows.append(
-            (rid, _get(row, "text", str), owners, _uint(row, "round"), _uint(row, "deposit"), edges, digests, said)
+            (rid, text, owners, _uint(row, "round", 0xFFFFFFFF), _uint(row, "deposit"), edges, digests, said)
         )
         self.vectors.append(np.frombuffer(raw, dtype="<f4").astype(np.float32))
         meta = _record_meta(row, rid, owners)
@@ -186,21 +220,31 @@ class _Loader:
         if len(self.rows) >= self.batch:
             self._flush()
 
+    def _check_digests(self, rid: int, scope: str, digests: list[bytes], texts: list[str]) -> None:
+        """A digest must be one of the record's texts' (recomputed with the
+        store's normalization): one of another text would merge every later
+        deposit of that text into this record. Those the line does not
+        explain wait for the merge lines."""
+        for d in digests:
+            if len(d) != 16:
+                raise _Bad(f"a digest holds {len(d)} bytes, not 16")
+        left = set(digests) - {text_digest(t, scope) for t in texts if t}
+        if left:
+            self.unexplained[rid] = (self.line, scope, left)
+
     def merge(self, row: dict[str, Any]) -> None:
         seq = _uint(row, "seq")
         if seq <= self.last_seq:
             raise _Bad(f"merge {seq} comes after merge {self.last_seq}: seqs must ascend")
         self.last_seq = seq
-        self.merges.append(
-            (
-                seq,
-                _uint(row, "survivor"),
-                _get(row, "kept", str),
-                _get(row, "discarded", str),
-                _get(row, "owner", str),
-                _uint(row, "round"),
-            )
-        )
+        survivor, kept, discarded = _uint(row, "survivor"), _get(row, "kept", str), _get(row, "discarded", str)
+        waiting = self.unexplained.get(survivor)
+        if waiting is not None:
+            line, scope, left = waiting
+            left -= {text_digest(kept, scope), text_digest(discarded, scope)}
+            if not left:
+                del self.unexplained[survivor]
+        self.merges.append((seq, survivor, kept, discarded, _get(row, "owner", str), _uint(row, "round", 0xFFFFFFFF)))
         if len(self.merges) >= self.batch:
             self._flush()
 
@@ -211,7 +255,7 @@ class _Loader:
         versions = _get(row, "versions", list)
         if not all(isinstance(v, dict) for v in versions):
             raise _Bad("'versions' must be a list of objects")
-        self.keys[key] = (_get(row, "owner", str), _uint(row, "head"), versions)
+        self.keys[key] = (_owner(_get(row, "owner", str), "the key's owner"), _uint(row, "head"), versions)
 
     def _lineage_ops(self) -> list[tuple[Any, ...]]:
         """Every version as a restore op, inputs before the versions derived
@@ -265,9 +309,19 @@ class _Loader:
 
     def finish(self) -> Imported:
         self._flush()
+        if self.unexplained:
+            rid, (line, _scope, left) = min(self.unexplained.items())
+            raise _Bad(
+                f"line {line}: record {rid} carries text digest {min(left).hex()}, which is the digest of none "
+                f"of its texts (its text, statements or merge log): refused, or deposits of that other text would "
+                f"merge into record {rid}"
+            )
         if self.pending_edges:
             lo, hi = min(self.pending_edges)
-            raise _Bad(f"record {lo} lists an edge to record {hi}, which is not in the export or does not list it back")
+            raise _Bad(
+                f"line {self.pending_edges[(lo, hi)]}: record {lo} lists an edge to record {hi}, "
+                "which is not in the export or does not list it back"
+            )
         try:
             self.engine.load(self.agents, [], np.zeros((0, self.dim), np.float32), [], self.counters)
         except (ValueError, KeyError) as e:
@@ -288,8 +342,8 @@ class _Loader:
 def _record_meta(row: dict[str, Any], rid: int, owners: list[str]) -> Optional[tuple[Any, ...]]:
     """A record line's times and metadata as load_meta takes them; None when it has neither."""
     has_times = "created_at" in row or "updated_at" in row
-    created = _uint(row, "created_at") if has_times else None
-    updated = _uint(row, "updated_at") if has_times else None
+    created = _time(row, "created_at") if has_times else None
+    updated = _time(row, "updated_at") if has_times else None
     per_owner = row.get("metadata", {})
     if not isinstance(per_owner, dict):
         raise _Bad("'metadata' must be an object of owner -> metadata object")
@@ -306,13 +360,30 @@ def _record_meta(row: dict[str, Any], rid: int, owners: list[str]) -> Optional[t
     return (rid, created, updated, pairs)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (an export holds finite numbers only)")
+
+
 def _parse(n: int, line: str) -> dict[str, Any]:
+    """One line as an object with a "type"; every hostile shape (nesting
+    past MAX_NESTING, an integer outside int64, NaN or inf, a number too
+    long to read) is a ``ValueError`` naming the line."""
     try:
-        row = json.loads(line)
+        row = json.loads(line, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise ValueError(f"line {n}: not JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(f"line {n}: nested deeper than {MAX_NESTING} levels") from None
+    except ValueError as e:  # NaN/inf, or an integer past Python's digit limit
+        raise ValueError(f"line {n}: {e}") from None
     if not isinstance(row, dict) or not isinstance(row.get("type"), str):
         raise ValueError(f'line {n}: not an object with a "type"')
+    # An item's value is the caller's JSON, as deep and wide as its store took it.
+    shape = {k: v for k, v in row.items() if k != "value"} if row["type"] == "item" else row
+    try:
+        check_json_value(shape, "the line")
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"line {n}: {e}") from None
     return row
 
 

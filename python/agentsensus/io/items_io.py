@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterator
 
+from ..validation import MAX_TIME_US
+
 if TYPE_CHECKING:
     from ..store import Store
 
@@ -64,8 +66,8 @@ class ItemLoader:
         times = []
         for name in ("created_at", "updated_at"):
             t = row.get(name)
-            if isinstance(t, bool) or not isinstance(t, int) or t < 0:
-                raise bad(f"{name!r} must be microseconds since the epoch (an int >= 0)")
+            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= MAX_TIME_US:
+                raise bad(f"{name!r} must be microseconds since the epoch (an int from 0 to {MAX_TIME_US})")
             times.append(t)
         refs = row.get("refs", [])
         if not isinstance(refs, list) or not all(
