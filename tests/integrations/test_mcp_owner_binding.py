@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import stat
+import subprocess
 import sys
 from typing import Any, Optional
 
@@ -218,14 +219,18 @@ def test_http_tokens_bind_each_connection_to_its_owner(tmp_path: Any) -> None:
         assert stop(proc) == 0
 
 
-def test_a_non_loopback_host_without_tokens_is_refused(tmp_path: Any, capsys: Any, monkeypatch: Any) -> None:
-    monkeypatch.delenv("AGENTSENSUS_MCP_TOKENS", raising=False)
+def test_a_non_loopback_host_without_tokens_is_refused(tmp_path: Any) -> None:
     path = os.fspath(tmp_path / "s")
+    env = {k: v for k, v in ENV.items() if k != "AGENTSENSUS_MCP_TOKENS"}
     for owner in ([], ["--owner", "alice"]):
-        assert cli.main(["mcp", path, "--transport", "streamable-http", "--host", "0.0.0.0", *owner]) == 2
-        err = capsys.readouterr().err
-        assert err.startswith("agentsensus mcp: host '0.0.0.0' is not a loopback address")
-        assert "--tokens" in err and len(err.strip().splitlines()) == 1
+        cmd = [sys.executable, "-m", "agentsensus.cli", "mcp", path, "--transport", "streamable-http"]
+        # A process with a bound: a server that does not refuse would serve until killed.
+        done = subprocess.run(
+            [*cmd, "--host", "0.0.0.0", "--port", "0", *owner], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2
+        assert done.stderr.startswith("agentsensus mcp: host '0.0.0.0' is not a loopback address")
+        assert "--tokens" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not os.path.exists(path)  # refused before the store is made
 
 
