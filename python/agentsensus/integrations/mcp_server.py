@@ -68,6 +68,7 @@ def build_server(
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.tools import Tool
     from mcp_types import ToolAnnotations
+    from pydantic import AnyHttpUrl
 
     from .._version import __version__
     from .mcp_tools import PLANFENCE_TOOLS, Tools, make_tools, strict
@@ -101,7 +102,7 @@ def build_server(
     # The SDK's bearer auth: 401 without a valid token, and a session kept to
     # the token that opened it. The issuer URL is required by its settings
     # but unused (no OAuth routes: the tokens are configured, not issued).
-    auth = AuthSettings(issuer_url="http://localhost", resource_server_url=None) if verifier else None
+    auth = AuthSettings(issuer_url=AnyHttpUrl("http://localhost"), resource_server_url=None) if verifier else None
     return MCPServer(
         name,
         version=__version__,

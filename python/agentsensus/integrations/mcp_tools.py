@@ -289,7 +289,9 @@ def strict(tool: Any) -> Any:
     """``tool`` (an SDK ``Tool``) refusing arguments it does not take: its
     argument model forbids extras, and its schema says so."""
     base = tool.fn_metadata.arg_model
-    model = type(base.__name__, (base,), {"model_config": ConfigDict(extra="forbid"), "__module__": base.__module__})
+    model: Any = type(
+        base.__name__, (base,), {"model_config": ConfigDict(extra="forbid"), "__module__": base.__module__}
+    )
     tool.fn_metadata.arg_model = model
     tool.parameters = model.model_json_schema(by_alias=True)
     return tool
