@@ -187,7 +187,10 @@ def test_http_tokens_bind_each_connection_to_its_owner(tmp_path: Any) -> None:
     path = os.fspath(tmp_path / "s")
     ids = seed(path)
     alice_token, bob_token = "a" * 12 + "-alice-token", "b" * 12 + "-bob-token"
-    tokens = token_file(tmp_path, f"# token owner [scope]\n{alice_token} alice\n{bob_token} bob\n")
+    bob_at_work = "w" * 12 + "-bob-at-work"
+    tokens = token_file(
+        tmp_path, f"# token owner [scope]\n{alice_token} alice\n{bob_token} bob\n{bob_at_work} bob work\n"
+    )
     port = free_port()
     cmd = [sys.executable, "-m", "agentsensus.integrations.mcp_server", path, "--transport", "streamable-http"]
     proc = start([*cmd, "--port", str(port), "--tokens", tokens], port)
@@ -215,6 +218,8 @@ def test_http_tokens_bind_each_connection_to_its_owner(tmp_path: Any) -> None:
         assert seen == set(ids["alice"]) and stats["owner"] == "alice" and stats["records"] == len(ids["alice"])
         seen, stats = asyncio.run(asyncio.wait_for(as_owner(bob_token), LIMIT))
         assert seen == set(ids["bob"]) and stats["owner"] == "bob" and stats["records"] == len(ids["bob"])
+        seen, stats = asyncio.run(asyncio.wait_for(as_owner(bob_at_work), LIMIT))
+        assert seen == {ids["bob"][len(BOB)]} and (stats["owner"], stats["scope"]) == ("bob", "work")
     finally:
         assert stop(proc) == 0
 
