@@ -9,9 +9,15 @@ default).
 
 Tools: ``remember`` (deposit statements as an owner), ``recall``, ``get``,
 ``list_memories``, ``forget``, ``stats``, and for Planfence ``publish``,
-``derive`` and ``check_plan``. The owner is a tool argument unless
-``--owner NAME`` fixes it for the whole server (one agent's configuration
-in a client); then no tool takes it. Texts are embedded with ``--embedder``
+``derive`` and ``check_plan`` (``--no-planfence`` leaves them out). The
+owner is a tool argument unless the server is bound: ``--owner NAME`` binds
+it to NAME, and over HTTP a token table (``--tokens FILE`` or
+``AGENTSENSUS_MCP_TOKENS``, :mod:`.mcp_tokens`) binds each request to its
+bearer token's owner (401 without one); a bound tool takes no owner and sees
+only that owner's records (:mod:`.mcp_tools`). A non-loopback ``--host``
+needs tokens. Over HTTP, :mod:`.mcp_http` adds a request deadline, a
+connection cap below the descriptor limit and a prompt exit on SIGTERM.
+Texts are embedded with ``--embedder``
 (``hash``, ``minilm``, ``sentence_transformers:NAME`` or
 ``openai:MODEL``), which the store records: a later run without the flag
 serves it with the recorded one (``hash`` for a new store or one that
