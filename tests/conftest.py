@@ -24,3 +24,7 @@ def store(store_path) -> Iterator[Store]:
     s = Store(store_path, dim=DIM)
     yield s
     s.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: spawns many connections or processes; deselect with -m 'not slow'")

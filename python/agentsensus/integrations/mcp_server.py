@@ -9,9 +9,15 @@ default).
 
 Tools: ``remember`` (deposit statements as an owner), ``recall``, ``get``,
 ``list_memories``, ``forget``, ``stats``, and for Planfence ``publish``,
-``derive`` and ``check_plan``. The owner is a tool argument unless
-``--owner NAME`` fixes it for the whole server (one agent's configuration
-in a client); then no tool takes it. Texts are embedded with ``--embedder``
+``derive`` and ``check_plan`` (``--no-planfence`` leaves them out). The
+owner is a tool argument unless the server is bound: ``--owner NAME`` binds
+it to NAME, and over HTTP a token table (``--tokens FILE`` or
+``AGENTSENSUS_MCP_TOKENS``, :mod:`.mcp_tokens`) binds each request to its
+bearer token's owner (401 without one); a bound tool takes no owner and sees
+only that owner's records (:mod:`.mcp_tools`). A non-loopback ``--host``
+needs tokens. Over HTTP, :mod:`.mcp_http` adds a request deadline, a
+connection cap below the descriptor limit and a prompt exit on SIGTERM.
+Texts are embedded with ``--embedder``
 (``hash``, ``minilm``, ``sentence_transformers:NAME`` or
 ``openai:MODEL``), which the store records: a later run without the flag
 serves it with the recorded one (``hash`` for a new store or one that
@@ -22,17 +28,18 @@ with a one-line message; nothing is written.
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
-from dataclasses import asdict
 from typing import Any, Callable, Optional, Sequence
 
 from .. import embedders
 from ..errors import Error
-from ..records import Memory
+from ..listen_guard import connection_cap, refuse_open_host
+from ..scopes import check_scope
 from ..store import Store
+from ..validation import check_owner
 from .judge_spec import judge_from_spec
+from .mcp_tokens import ENV_VAR, Binding, TokenTable, parse_tokens, read_tokens
 
 __all__ = ["build_server", "embedder_from_name", "main"]
 
@@ -47,175 +54,77 @@ def embedder_from_name(name: str) -> Embed:
     return e
 
 
-def _memory(m: Memory) -> dict[str, Any]:
-    return {"id": m.id, "text": m.text, "owners": sorted(m.owners), "round": m.round, "score": m.score, "via": m.via}
-
-
-class _Tools:
-    """The tools over one open store; each takes the owner explicitly (the
-    server wraps them when ``--owner`` fixes it)."""
-
-    def __init__(self, store: Store, embed: Embed) -> None:
-        self.store = store
-        self.embed = embed
-
-    def remember(self, owner: str, statements: list[str]) -> dict[str, Any]:
-        if isinstance(statements, str):
-            statements = [statements]
-        d = self.store.deposit(owner, statements, self.embed(list(statements)))
-        return {"ids": d.ids, "merged": d.merged}
-
-    def recall(self, owner: str, query: str, k: int = 5, expand: bool = True) -> dict[str, Any]:
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query must be a non-empty text")
-        found = self.store.recall(owner, self.embed([query]), k=k, expand=expand)
-        return {"memories": [_memory(m) for m in found]}
-
-    def get(self, id: int) -> dict[str, Any]:
-        return _memory(self.store.get(id))
-
-    def list_memories(self, owner: str) -> dict[str, Any]:
-        return {"memories": [_memory(self.store.get(i)) for i in self.store.owned(owner)]}
-
-    def forget(self, owner: str, id: int) -> dict[str, Any]:
-        self.store.forget(owner, id)
-        return {"forgotten": id}
-
-    def stats(self) -> dict[str, Any]:
-        return asdict(self.store.stats())
-
-    def publish(self, key: str, owner: str, value: str) -> dict[str, Any]:
-        return {"key": key, "version": self.store.fence.publish(key, owner, value)}
-
-    def derive(self, key: str, owner: str, value: str, inputs: dict[str, int]) -> dict[str, Any]:
-        return {"key": key, "version": self.store.fence.derive(key, owner, value, inputs)}
-
-    def check_plan(self, key: str, scope: Optional[list[str]] = None) -> dict[str, Any]:
-        c = self.store.fence.check(key, scope=scope)
-        stale = [
-            {"key": s.key, "owner": s.owner, "recorded": s.recorded, "head": s.head, "reason": s.reason}
-            for s in c.stale
-        ]
-        return {"current": c.current, "stale": stale, "owners_asked": c.owners_asked}
-
-
-def build_server(store: Store, embed: Embed, *, owner: Optional[str] = None, name: str = "agentsensus") -> Any:
-    """An ``mcp`` ``MCPServer`` with the store's tools (``owner`` fixes the
-    owner of every tool). The caller runs it and closes the store after."""
+def build_server(
+    store: Store,
+    embed: Embed,
+    *,
+    owner: Optional[str] = None,
+    scope: Optional[str] = None,
+    tokens: Optional[dict[str, Binding]] = None,
+    planfence: bool = True,
+    name: str = "agentsensus",
+) -> Any:
+    """An ``mcp`` ``MCPServer`` with the store's tools. ``owner`` (and
+    ``scope``) binds every tool to that owner's view; ``tokens`` (token ->
+    :class:`Binding`) binds each HTTP request to its bearer token's owner and
+    refuses one without a valid token (401); with neither, the tools take an
+    ``owner`` argument. ``planfence=False`` leaves out the Planfence tools.
+    The caller runs it and closes the store after."""
+    from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.tools import Tool
     from mcp_types import ToolAnnotations
+    from pydantic import AnyHttpUrl
 
     from .._version import __version__
+    from .mcp_tools import PLANFENCE_TOOLS, Tools, make_tools, strict
 
-    server = MCPServer(
+    if owner is not None and tokens is not None:
+        raise ValueError("owner and tokens exclude each other: the tokens name the owners")
+    if scope is not None and owner is None:
+        raise ValueError("scope binds an owner's view: it needs owner")
+    t = Tools(store, embed)
+    who: Optional[Callable[[], Binding]] = None
+    as_whom = "the owner"
+    verifier: Optional[TokenTable] = None
+    if owner is not None:
+        fixed = Binding(check_owner(owner), None if scope is None else check_scope(scope))
+        who, as_whom = (lambda: fixed), repr(fixed.owner)
+    elif tokens is not None:
+        verifier = TokenTable(tokens)
+        who, as_whom = _token_binding, "the connection's owner (its bearer token's)"
+    tools = [
+        strict(
+            Tool.from_function(
+                fn,
+                name=tool_name,
+                description=doc,
+                annotations=ToolAnnotations(read_only_hint=True) if reads else None,
+            )
+        )
+        for tool_name, fn, doc, reads in make_tools(t, who, as_whom)
+        if planfence or tool_name not in PLANFENCE_TOOLS
+    ]
+    # The SDK's bearer auth: 401 without a valid token, and a session kept to
+    # the token that opened it. The issuer URL is required by its settings
+    # but unused (no OAuth routes: the tokens are configured, not issued).
+    auth = AuthSettings(issuer_url=AnyHttpUrl("http://localhost"), resource_server_url=None) if verifier else None
+    return MCPServer(
         name,
         version=__version__,
         instructions="Consensus long-term memory shared by many agents: remember statements as an owner, "
         "recall what that owner holds; the same fact from two owners is stored once with both as owners.",
+        tools=tools,
+        token_verifier=verifier,
+        auth=auth,
     )
-    t = _Tools(store, embed)
-
-    def add(fn: Callable[..., Any], name: str, doc: str, *, reads: bool = False) -> None:
-        hints = ToolAnnotations(read_only_hint=True) if reads else None
-        server.add_tool(_told(fn), name=name, description=doc, annotations=hints)
-
-    tools: dict[str, Callable[..., Any]] = (
-        {
-            "remember": t.remember,
-            "recall": t.recall,
-            "list_memories": t.list_memories,
-            "forget": t.forget,
-            "publish": t.publish,
-            "derive": t.derive,
-        }
-        if owner is None
-        else _fixed_owner(t, owner)
-    )
-    who = "the owner" if owner is None else repr(owner)
-    add(
-        tools["remember"],
-        "remember",
-        f"Stores statements (short facts) as {who}. A statement that states a fact "
-        "already stored merges into that record, which gains the owner. Returns each statement's record id and "
-        "whether it merged.",
-    )
-    add(
-        tools["recall"],
-        "recall",
-        f"The k records {who} owns nearest the query text, best first, with their owners and "
-        "scores; with expand, also the records one affiliation edge away.",
-        reads=True,
-    )
-    add(t.get, "get", "One record by id: its text, owners and round.", reads=True)
-    add(tools["list_memories"], "list_memories", f"Every record {who} owns, oldest first.", reads=True)
-    add(tools["forget"], "forget", f"Record id is forgotten by {who}; records other owners hold stay theirs.")
-    add(t.stats, "stats", "The store's counts: records, deposits, merges, shared records, owners.", reads=True)
-    add(
-        tools["publish"],
-        "publish",
-        f"Planfence: a new version of base input key (owned by {who}) with this value; returns the version.",
-    )
-    add(
-        tools["derive"],
-        "derive",
-        f"Planfence: a new version of derived item key (a plan, owned by {who}) made from the "
-        "exact input versions given (key -> version); returns the version.",
-    )
-    add(
-        t.check_plan,
-        "check_plan",
-        "Planfence: is plan key current? Walks its links to the inputs it was derived "
-        "from and reports each input that moved since (stale), optionally cut to scope.",
-        reads=True,
-    )
-    return server
 
 
-def _fixed_owner(t: _Tools, owner: str) -> dict[str, Callable[..., Any]]:
-    """The owner's tools without an owner argument (``--owner``)."""
-
-    def remember(statements: list[str]) -> dict[str, Any]:
-        return t.remember(owner, statements)
-
-    def recall(query: str, k: int = 5, expand: bool = True) -> dict[str, Any]:
-        return t.recall(owner, query, k, expand)
-
-    def list_memories() -> dict[str, Any]:
-        return t.list_memories(owner)
-
-    def forget(id: int) -> dict[str, Any]:
-        return t.forget(owner, id)
-
-    def publish(key: str, value: str) -> dict[str, Any]:
-        return t.publish(key, owner, value)
-
-    def derive(key: str, value: str, inputs: dict[str, int]) -> dict[str, Any]:
-        return t.derive(key, owner, value, inputs)
-
-    return {
-        "remember": remember,
-        "recall": recall,
-        "list_memories": list_memories,
-        "forget": forget,
-        "publish": publish,
-        "derive": derive,
-    }
-
-
-def _told(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` with bad input reported to the client: the SDK shows the model
-    a ``ToolError``'s message, and only a generic one for other exceptions."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    @functools.wraps(fn)  # keeps the signature the SDK builds the schema from
-    def tool(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (ValueError, TypeError, KeyError, Error) as e:
-            message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-            raise ToolError(message) from e
-
-    return tool
+def _token_binding() -> Binding:
+    b = TokenTable.current()
+    if b is None:  # the SDK answers 401 before a tool runs; this guards a change there
+        raise ValueError("not authenticated")
+    return b
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -223,7 +132,18 @@ def _parser() -> argparse.ArgumentParser:
         prog="agentsensus mcp", description="Serve a store over the Model Context Protocol (stdio by default)."
     )
     p.add_argument("path", help="the store's directory (created when missing)")
-    p.add_argument("--owner", help="fix the owner of every tool (the tools then take no owner argument)")
+    p.add_argument(
+        "--owner",
+        help="serve this owner alone: every tool acts as it and sees only its records (no owner argument)",
+    )
+    p.add_argument("--scope", help="with --owner: deposit into this scope and see only its records")
+    p.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help=f"streamable-http: bearer tokens binding each request to an owner (lines 'token owner [scope]', "
+        f"or JSON; chmod 600); {ENV_VAR} may hold the same instead",
+    )
+    p.add_argument("--no-planfence", action="store_true", help="leave out the publish, derive and check_plan tools")
     p.add_argument(
         "--embedder",
         default=None,
@@ -235,8 +155,61 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="streamable-http: the address to listen on")
     p.add_argument("--port", type=int, default=8000, help="streamable-http: the port (default 8000)")
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=10.0,
+        help="streamable-http: seconds a connection has to send a whole request (headers and body; default 10)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        help="streamable-http: connections held at once (default 256, lowered to what the descriptor limit leaves)",
+    )
     p.add_argument("--name", default="agentsensus", help="the server name clients see")
     return p
+
+
+def _tokens(args: argparse.Namespace) -> Optional[dict[str, Binding]]:
+    """The token table of ``--tokens`` or of the environment (HTTP only);
+    ``ValueError`` for a combination that makes no sense."""
+    http = args.transport == "streamable-http"
+    if args.tokens is not None:
+        if not http:
+            raise ValueError("--tokens is for --transport streamable-http (stdio serves one client)")
+        if args.owner is not None:
+            raise ValueError("--owner and --tokens exclude each other: the tokens name the owners")
+        return read_tokens(args.tokens)
+    env = os.environ.get(ENV_VAR)
+    if not http or env is None:
+        return None
+    if args.owner is not None:
+        raise ValueError(f"--owner and {ENV_VAR} exclude each other: the tokens name the owners")
+    return parse_tokens(env, ENV_VAR)
+
+
+def _check_options(args: argparse.Namespace) -> Optional[dict[str, Binding]]:
+    """Every option checked before the store is opened; returns the tokens."""
+    if args.owner is not None:
+        check_owner(args.owner)
+    if args.scope is not None:
+        if args.owner is None:
+            raise ValueError("--scope needs --owner (a token names its own scope)")
+        check_scope(args.scope)
+    tokens = _tokens(args)
+    if args.transport == "streamable-http":
+        refuse_open_host(
+            args.host,
+            tokens is not None,
+            lacks="the server has no tokens",
+            exposes="read and change its memories",
+            remedy=f"Pass --tokens FILE or set {ENV_VAR}",
+        )
+        if not args.request_timeout > 0:
+            raise ValueError(f"--request-timeout must be a positive number of seconds, got {args.request_timeout}")
+        connection_cap(args.max_connections)
+    return tokens
 
 
 def _open(path: str, embed: Optional[Embed], judge: Any, min_similarity: float) -> Store:
@@ -261,9 +234,13 @@ def _open(path: str, embed: Optional[Embed], judge: Any, min_similarity: float) 
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``agentsensus mcp`` (and of ``python -m``)."""
+    """Entry point of ``agentsensus mcp`` (and of ``python -m``). A refusal
+    (a bad option, a non-loopback host without tokens, a store that cannot
+    be opened) is one line on stderr and exit status 2, before the store is
+    touched. Over HTTP it serves until SIGTERM or SIGINT, then exits 0."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
+        tokens = _check_options(args)
         embed = embedder_from_name(args.embedder) if args.embedder is not None else None
         judge = judge_from_spec(args.judge)
     except (ValueError, TypeError, ImportError) as e:
@@ -281,11 +258,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     try:
         assert store.embed is not None
-        server = build_server(store, store.embed, owner=args.owner, name=args.name)
+        server = build_server(
+            store,
+            store.embed,
+            owner=args.owner,
+            scope=args.scope,
+            tokens=tokens,
+            planfence=not args.no_planfence,
+            name=args.name,
+        )
         if args.transport == "stdio":
             server.run("stdio")
         else:
-            server.run("streamable-http", host=args.host, port=args.port)
+            from .mcp_http import serve
+
+            serve(
+                server.streamable_http_app(host=args.host),
+                args.host,
+                args.port,
+                request_timeout=args.request_timeout,
+                max_connections=args.max_connections,
+                log_level=server.settings.log_level.lower(),
+            )
     except KeyboardInterrupt:
         pass
     finally:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hmac
-import ipaddress
 import re
 import secrets
 import signal
@@ -49,6 +48,10 @@ from urllib.parse import quote, urlsplit
 
 from .. import _core
 from ..errors import Error
+from ..listen_guard import ACCEPT_BATCH, capped, connection_cap, refuse_open_host
+from ..listen_guard import bare as _bare
+from ..listen_guard import ip as _ip
+from ..listen_guard import is_loopback as _is_loopback
 from ..validation import check_owner
 from . import transport_auth as auth
 from .fence import check_key
@@ -128,22 +131,6 @@ def client_ssl_context(
     if certfile is not None:
         ctx.load_cert_chain(certfile, keyfile)
     return ctx
-
-
-def _bare(host: str) -> str:
-    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
-
-
-def _ip(host: str) -> Optional[Union[ipaddress.IPv4Address, ipaddress.IPv6Address]]:
-    try:
-        return ipaddress.ip_address(_bare(host))
-    except ValueError:
-        return None
-
-
-def _is_loopback(host: str) -> bool:
-    ip = _ip(host)
-    return host.lower() == "localhost" if ip is None else ip.is_loopback
 
 
 def _url_host(host: str) -> str:
@@ -255,6 +242,9 @@ class HeadsServer:
         max_query_bytes: the largest head query body (more: 413).
         max_concurrent: requests read or answered at once; one more is
             refused at once with 503 ("busy") instead of queueing.
+        max_connections: connections held at once, lowered to what the
+            process's descriptor limit leaves (:func:`agentsensus.listen_guard.connection_cap`);
+            one more is answered 503 and closed as soon as it is accepted.
         header_timeout: seconds a connection may take to send a request's
             headers (also how long an idle keep-alive connection stays open).
         body_timeout: seconds a request may take to send its body.
@@ -274,6 +264,7 @@ class HeadsServer:
         max_keys: int = DEFAULT_MAX_KEYS,
         max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES,
         max_concurrent: int = 32,
+        max_connections: int = 256,
         header_timeout: float = 10.0,
         body_timeout: float = 10.0,
     ) -> None:
@@ -291,18 +282,20 @@ class HeadsServer:
             raise TypeError(f"ssl_context must be an ssl.SSLContext, got {type(ssl_context).__name__}")
         if not isinstance(insecure, bool):
             raise TypeError(f"insecure must be a bool, got {type(insecure).__name__}")
-        if not _is_loopback(host) and self._keys is None and ssl_context is None and not insecure:
-            raise ValueError(
-                f"host {host!r} is not a loopback address and the server has no token and no TLS: "
-                "anyone who can reach it could read heads and values. Pass token=, ssl_context=, "
-                "or insecure=True"
-            )
+        refuse_open_host(
+            host,
+            self._keys is not None or ssl_context is not None or insecure,
+            lacks="the server has no token and no TLS",
+            exposes="read heads and values",
+            remedy="Pass token=, ssl_context=, or insecure=True",
+        )
         if isinstance(allowed_hosts, str):
             raise TypeError("allowed_hosts must be an iterable of names, not a single str")
         self.allowed_hosts = frozenset(_bare(h).lower() for h in allowed_hosts)
         self.max_keys = _count(max_keys, "max_keys")
         self.max_query_bytes = _count(max_query_bytes, "max_query_bytes")
         self.max_concurrent = _count(max_concurrent, "max_concurrent")
+        self.max_connections = _count(max_connections, "max_connections")
         self.header_timeout = _positive(header_timeout, "header_timeout")
         self.body_timeout = _positive(body_timeout, "body_timeout")
         self.host = host
@@ -312,6 +305,7 @@ class HeadsServer:
         self._inflight = 0
         self._worker: Optional[ThreadPoolExecutor] = None
         self._runner: Optional[web.AppRunner] = None
+        self._listener: Optional[asyncio.AbstractServer] = None
         self._loop: Optional[_LoopThread] = None
 
     @property
@@ -508,14 +502,27 @@ class HeadsServer:
             lingering_time=0,
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
-        await site.start()
-        # aiohttp types _server as AbstractServer; it is an asyncio.Server, which has the sockets (port 0).
-        sockets = getattr(site._server, "sockets", None) or []
+        # Listened on here rather than by a TCPSite: the factory refuses a
+        # connection past the cap before it holds a descriptor for long, so
+        # accept() never runs out of them (listen_guard).
+        server = self._runner.server
+        assert server is not None
+        cap = connection_cap(self.max_connections)
+        self._listener = await asyncio.get_running_loop().create_server(
+            capped(server, lambda: len(server.connections), cap),
+            self.host,
+            self.port,
+            ssl=self._ssl,
+            backlog=ACCEPT_BATCH,
+        )
+        sockets = self._listener.sockets
         if sockets:
             self.port = sockets[0].getsockname()[1]
 
     async def _stop(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
         if self._worker is not None:
@@ -858,6 +865,18 @@ def main(argv: Optional[list[str]] = None, prog: str = "python -m agentsensus.pl
     ap.add_argument("--insecure", action="store_true", help="allow a non-loopback host with no token and no TLS")
     ap.add_argument("--max-keys", type=int, default=DEFAULT_MAX_KEYS, help="keys per head query")
     ap.add_argument("--max-concurrent", type=int, default=32, help="queries read or answered at once")
+    ap.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a connection may take to send a request's headers (default 10)",
+    )
+    ap.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        help="connections held at once (lowered to what the descriptor limit leaves)",
+    )
     a = ap.parse_args(argv)
     try:
         token = read_token_file(a.token_file) if a.token_file else None
@@ -879,6 +898,8 @@ def main(argv: Optional[list[str]] = None, prog: str = "python -m agentsensus.pl
                 insecure=a.insecure,
                 max_keys=a.max_keys,
                 max_concurrent=a.max_concurrent,
+                max_connections=a.max_connections,
+                header_timeout=a.header_timeout,
             )
             server.serve_forever(lambda url: print(f"listening {url}", flush=True))
     except (Error, ValueError, TypeError, OSError, ssl.SSLError) as e:
