@@ -11,7 +11,8 @@ from helpers import DIM
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: a test that takes seconds (real processes racing)")
+    # Deselect with -m "not slow": tests that race real processes or spawn many connections.
+    config.addinivalue_line("markers", "slow: a test that takes seconds (real processes, many connections)")
 
 
 @pytest.fixture
@@ -24,7 +25,3 @@ def store(store_path) -> Iterator[Store]:
     s = Store(store_path, dim=DIM)
     yield s
     s.close()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: spawns many connections or processes; deselect with -m 'not slow'")
