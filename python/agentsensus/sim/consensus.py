@@ -26,12 +26,37 @@ import numpy.typing as npt
 from .account_judge import AccountJudge
 from .backend import Item, MemoryGraph, Stored, Witnesses
 
-__all__ = ["ConsensusBackend"]
+__all__ = ["ConsensusBackend", "store_options"]
 
 # Store ids of the per-agent stores (ablation) are made distinct by this shift.
 _STORE_SHIFT = 40
 #: Stores up to this size are searched exactly (see ``ConsensusBackend``); plays sediment a few thousand.
 EXACT_CUTOFF = 1 << 17
+
+
+def store_options(
+    dim: int, judge: Any, candidates: int = 8, min_similarity: float = 0.3, merge_policy: str = "keep_shorter"
+) -> dict[str, Any]:
+    """How the simulation opens a consensus store, locally or as a Ray actor (the same run either way)."""
+    return {
+        "dim": dim,
+        "judge": judge,
+        "candidates": candidates,
+        "min_similarity": min_similarity,
+        "merge_policy": merge_policy,
+        # sync=False: a simulation's store is scratch; a crash loses a run, not a user's data.
+        "sync": False,
+        # A store of at most this many records finds a deposit's candidates (and an owner's recall)
+        # by an exact scan, ties to the lower id: the HNSW graph differs from run to run (parallel
+        # inserts), so approximate candidates would make a seeded run irreproducible.
+        "exact_cutoff": EXACT_CUTOFF,
+        # No lexical candidates, as the paper ran: with the default hashing embedder the vector
+        # candidates are the lexical neighbours already (docs/simulation.md).
+        "lexical_candidates": 0,
+        # The judge sees who reported each candidate: an account in the first person ("I told
+        # Ophelia") is said by one of its owners.
+        "judge_sees_owners": True,
+    }
 
 
 class ConsensusBackend:
@@ -58,28 +83,7 @@ class ConsensusBackend:
         self.judge = judge if judge is not None else AccountJudge()
         self.merging = merging
         self.merge_policy = merge_policy
-        # sync=False: a simulation's store is scratch; a crash loses a run, not a user's data.
-        # exact_cutoff: a store of at most this many records finds a deposit's candidates (and an
-        # owner's recall) by an exact scan, ties to the lower id. The HNSW graph differs from run to
-        # run (parallel inserts), so approximate candidates would make a seeded run irreproducible.
-        self._kw: dict[str, Any] = {
-            "dim": dim,
-            "judge": self.judge,
-            "candidates": candidates,
-            "min_similarity": min_similarity,
-            "merge_policy": merge_policy,
-            "sync": False,
-            "exact_cutoff": EXACT_CUTOFF,
-            # No lexical candidates, as the paper ran: with the default hashing embedder the vector
-            # candidates are the lexical neighbours already. Turned on, the default Hamlet run took
-            # 377 s against 192 s (load 5-7; the judge reads twice the candidates, the lexical
-            # search was 59 s of it) for 3,799 records against 3,811 and more names lost (0.298
-            # against 0.287 of keep_names merges): docs/simulation.md.
-            "lexical_candidates": 0,
-            # The judge sees who reported each candidate: an account in the first person ("I told
-            # Ophelia") means another fact with another reporter. The offline judge ignores owners.
-            "judge_sees_owners": True,
-        }
+        self._kw = store_options(dim, self.judge, candidates, min_similarity, merge_policy)
         self.stores: dict[str, Any] = {}
         self.seen: set[str] = set()  # every owner that deposited
         # The store creates its own directory, not missing parents.

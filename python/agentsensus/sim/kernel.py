@@ -262,7 +262,7 @@ class Kernel:
     def _recall_many(self, queries: list[tuple[str, str]], log: RoundLog) -> list[list[Any]]:
         """One recall per ``(agent, text)``, in order; the rows each returned."""
         out = []
-        vecs = self.embed([t for _, t in queries]) if queries else []
+        vecs: Any = self.embed([t for _, t in queries]) if queries else []
         for (agent, _), q in zip(queries, vecs):
             t0 = time.perf_counter()
             mems = list(self.backend.recall(agent, q, self.k))
@@ -483,11 +483,11 @@ class Kernel:
             if act.agent and act.form == "answer":
                 stm = self.memory_of(act.agent)
                 stm.questions = [q for q in stm.questions if not (q.subject == act.subject and q.asker in act.to)]
-        for name, agent in self.world.agents.items():
-            if not agent.alive and name in self.stm:
+        for name, ag in self.world.agents.items():
+            if not ag.alive and name in self.stm:
                 self.stm[name].status.set("alive", False)
-            elif agent.place is not None and name in self.stm:
-                self._goal_reached(name, agent.place)
+            elif ag.place is not None and name in self.stm:
+                self._goal_reached(name, ag.place)
         acted = [a for a in actions if a.agent]
         if not acted:
             return

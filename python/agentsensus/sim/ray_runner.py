@@ -41,7 +41,7 @@ import numpy as np
 from .account_judge import AccountJudge
 from .actions import Action
 from .agent_policy import AgentView, Policy
-from .consensus import EXACT_CUTOFF, ConsensusBackend
+from .consensus import ConsensusBackend, store_options
 from .goals import seek_lists
 from .kernel import Kernel, RoundLog
 from .memory_policy import MemoryPolicy
@@ -255,10 +255,8 @@ def run_ray(
     source_events = len(base.events)
     replay.place_survivors(base)
     tmp = Path(tempfile.mkdtemp(prefix="agentsensus-ray-sim-"))
-    opts = {"candidates": 8, "min_similarity": 0.3, "merge_policy": "keep_shorter", "sync": False}
-    actor = StoreActor.remote(  # type: ignore[attr-defined]
-        os.fspath(tmp / "consensus"), dim=embed.dim, judge=judge, exact_cutoff=EXACT_CUTOFF, **opts
-    )
+    # The local run's options, so that the distributed run is the same run.
+    actor = StoreActor.remote(os.fspath(tmp / "consensus"), **store_options(embed.dim, judge))  # type: ignore[attr-defined]
     backend = RayConsensusBackend(RemoteStore(actor), embed.dim, judge, f"{play.title}/seed-{seed}")
     Group = _group_class()
     pool = [Group.remote(make_policy, calls_per_node, model_latency) for _ in range(groups)]

@@ -470,7 +470,7 @@ def _run_backend(
         main.backend.close()
         sed.backend.close()
     if kept is not None and name == "consensus":
-        _keep(Path(main.backend.path), kept)
+        _keep(Path(getattr(main.backend, "path")), kept)  # noqa: B009 - the consensus backend's store directory
 
 
 def _keep(store: Path, dest: Path) -> None:
