@@ -286,5 +286,5 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     command = "python -m pytest tests -q -p no:cacheprovider"
     assert f'pip install ".[test]" && {command}' in readme
-    assert "pip install . && agentsensus simulate" in readme
+    assert 'pip install ".[sim]" && agentsensus simulate' in readme
     assert any(line.strip() == command for line in ci.splitlines()), ".ci/run must run the README's test command"

@@ -7,6 +7,8 @@ import sys
 from typing import TYPE_CHECKING, Any, Optional
 
 from .embedder_setting import no_embed_message
+from .errors import ContentionError
+from .record_meta import decode_metadata, to_datetime
 from .records import Memory
 from .validation import check_query
 
@@ -17,6 +19,9 @@ __all__ = ["build_lexical_index", "fused_recall"]
 
 # Below this many records the build takes well under a second: no progress line.
 _QUIET_BELOW = 20_000
+# A fused recall whose records a concurrent write changed before their
+# fields were read ranks again; this many attempts before giving up.
+_MAX_ATTEMPTS = 16
 
 
 def build_lexical_index(engine: Any, path: str) -> None:
@@ -48,7 +53,8 @@ def fused_recall(
     threshold: Optional[float],
 ) -> list[Memory]:
     """recall with the vector and the lexical ranking fused (the engine's
-    recall_fused: reciprocal rank fusion over each ranking's top max(2k, 20))."""
+    recall_fused: reciprocal rank fusion over each ranking's top max(2k, 20)),
+    each row with every field vector recall gives it (metadata, times)."""
     if where is not None or threshold is not None:
         raise ValueError("recall(lexical=True) takes no where= or threshold=")
     if not isinstance(query, str):
@@ -57,8 +63,41 @@ def fused_recall(
         raise TypeError("query is a str, but " + no_embed_message(store.embedder_name, "pass a vector"))
     text = query
     q = check_query(store.embed([text]), store.dim, store.metric)
-    rows = engine.recall_fused(owner, q, text, k, expand)
-    return [
-        Memory(i, t, frozenset(o), r, s, v, lexical_score=float(lex) if v == "hit" else None)
-        for (i, t, o, r, s, v), lex in rows
-    ]
+    for _ in range(_MAX_ATTEMPTS):
+        out = _with_fields(engine, owner, engine.recall_fused(owner, q, text, k, expand))
+        if out is not None:
+            return out
+    raise ContentionError(
+        f"recall(lexical=True): the records it found kept changing under {_MAX_ATTEMPTS} attempts; call it again"
+    )
+
+
+def _with_fields(engine: Any, owner: str, rows: list[Any]) -> Optional[list[Memory]]:
+    """The fused rows as Memory objects with every field vector recall
+    carries: the owner's metadata and the record's times, read with each
+    record (one read each). ``None`` when a record changed (text, owners,
+    round) or went since the fused ranking read it: the caller ranks again,
+    so the fields and the ranking describe the same state."""
+    out = []
+    for (i, t, o, r, s, v), lex in rows:
+        try:
+            gi, gt, go, gr, c, u, m = engine.get_meta(i, owner)
+        except KeyError:
+            return None
+        if gt != t or tuple(go) != tuple(o) or gr != r:
+            return None
+        out.append(
+            Memory(
+                gi,
+                gt,
+                frozenset(go),
+                gr,
+                s,
+                v,
+                decode_metadata(m),
+                to_datetime(c),
+                to_datetime(u),
+                lexical_score=float(lex) if v == "hit" else None,
+            )
+        )
+    return out

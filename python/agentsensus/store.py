@@ -525,7 +525,8 @@ class Store:
 
         ``lexical=True`` (``query`` a str) ranks the owner's records both by
         vector and by the lexical index and fuses the two rankings
-        (reciprocal rank fusion); each hit carries its ``lexical_score``. It
+        (reciprocal rank fusion); each row carries the fields vector recall
+        gives it (metadata, times) and each hit its ``lexical_score``. It
         takes no ``where`` or ``threshold``.
 
         ``scope`` keeps the hits to ``owner``'s records of that scope (an

@@ -284,3 +284,74 @@ def test_contents_come_back_as_autogen_list_memory_gives_them(items: list[tuple[
 
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(run(os.path.join(tmp, "s")))
+
+
+DEPLOY = [
+    "The deploy is on Friday at noon",
+    "Lunch was pasta",
+    "The deploy needs the database migrated first",
+    "The deploy window is two hours",
+]
+
+
+def test_score_threshold_keeps_unrelated_memories_out_of_the_context(tmp_path: Any) -> None:
+    async def context_after(mem: ConsensusMemory) -> tuple[list[Any], str]:
+        ctx = BufferedChatCompletionContext(buffer_size=10)
+        await ctx.add_message(UserMessage(content="When is the deploy?", source="user"))
+        result = await mem.update_context(ctx)
+        messages = await ctx.get_messages()
+        assert isinstance(messages[-1], SystemMessage)
+        return result.memories.results, messages[-1].content
+
+    async def run(store: Store) -> None:
+        everything = ConsensusMemory(store, "ops", k=4)
+        for t in DEPLOY:
+            await everything.add(text(t))
+        # Without a threshold the k nearest are all injected, pasta (score 0) too.
+        found, system = await context_after(everything)
+        assert "Lunch was pasta" in system and len(found) == 4
+        pasta = next(r for r in found if r.content == "Lunch was pasta")
+        assert pasta.metadata is not None and pasta.metadata["score"] < 0.3
+        relevant = ConsensusMemory(store, "ops", k=4, score_threshold=0.3)
+        found, system = await context_after(relevant)
+        assert "Lunch was pasta" not in system
+        assert sorted(r.content for r in found) == sorted(t for t in DEPLOY if t != "Lunch was pasta")
+        assert all(r.metadata is not None and r.metadata["score"] >= 0.3 for r in found)
+        # Per call, either way.
+        per_call = await everything.query("When is the deploy?", score_threshold=0.3)
+        assert [r.content for r in per_call.results] == [r.content for r in found]
+        assert len((await relevant.query("When is the deploy?", score_threshold=None)).results) == 4
+        assert (await relevant.query("When is the deploy?", score_threshold=0.99)).results == []
+        # A saved config keeps the threshold.
+        again = ConsensusMemory.load_component(relevant.dump_component())
+        assert again.score_threshold == 0.3
+        await again.close()
+
+    with Store(os.fspath(tmp_path / "s"), dim=384, embed=embedders.hash) as store:
+        asyncio.run(run(store))
+
+
+def test_unknown_keywords_raise_type_error_naming_them(tmp_path: Any) -> None:
+    async def run() -> None:
+        mem = ConsensusMemory(os.fspath(tmp_path / "s"), "ops")
+        token = CancellationToken()
+        await mem.add(text(DEPLOY[0]), cancellation_token=token)  # autogen's own keyword stays
+        assert len((await mem.query("deploy", cancellation_token=token, k=1)).results) == 1
+        with pytest.raises(TypeError, match="'limit'"):
+            await mem.query("deploy", limit=3)
+        with pytest.raises(TypeError, match="'metadata'"):
+            await mem.add(text(DEPLOY[1]), metadata={"a": 1})  # type: ignore[call-arg]
+        ctx = BufferedChatCompletionContext(buffer_size=10)
+        with pytest.raises(TypeError, match="'k'"):
+            await mem.update_context(ctx, k=2)  # type: ignore[call-arg]
+        for bad in ("0.3", float("nan"), True):
+            with pytest.raises(ValueError, match="score_threshold"):
+                await mem.query("deploy", score_threshold=bad)
+        with pytest.raises(ValueError, match="k must be"):
+            await mem.query("deploy", k="2")
+        assert mem.store.stats().records == 1  # the refused add wrote nothing
+        await mem.close()
+
+    asyncio.run(run())
+    with pytest.raises(ValueError, match="score_threshold"):
+        ConsensusMemory(os.fspath(tmp_path / "t"), "ops", score_threshold="high")  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 from typing import Any, Awaitable, Callable, Optional, TypeVar, Union
 
@@ -43,6 +44,9 @@ _NAMED: dict[str, Callable[[], Embed]] = {"hash": lambda: embedders.hash, "minil
 # text, see _text). Anything else is refused as autogen's own memories do.
 _TEXT_TYPES = (MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value, MemoryMimeType.JSON.value)
 
+# The keywords query takes beside the protocol's own (ChromaDB memory's names).
+_QUERY_OPTIONS = frozenset({"k", "score_threshold"})
+
 # Store options a config carries when the memory opened the store itself:
 # JSON values only (a callable merge_policy cannot be saved).
 _SAVED_OPTIONS = (
@@ -66,6 +70,7 @@ class ConsensusMemoryConfig(BaseModel):
     path: str
     owner: str
     k: int = 5
+    score_threshold: Optional[float] = None
     expand: bool = True
     embedder: str = "hash"
     name: Optional[str] = None
@@ -84,7 +89,12 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
     with ``store_options``, or shared with the memories already open on it in
     this process; the last of them to :meth:`close` closes it). ``embed``
     defaults to the store's own, else ``embedders.hash``. ``k`` and
-    ``expand`` are the recall's (``query(..., k=n)`` overrides ``k``).
+    ``expand`` are the recall's. ``score_threshold`` (as autogen-ext's
+    ChromaDB memory has it) keeps only the records whose similarity to the
+    query is at least that: the rest are neither returned by ``query`` nor
+    put into the context by ``update_context`` (affiliated records come with
+    the hits they hang on). ``query(..., k=n, score_threshold=t)`` overrides
+    either for one call; another keyword raises ``TypeError``.
     ``split`` turns one content into statements (default: the whole text is
     one statement); statements of one ``add`` are joined by affiliation edges.
 
@@ -115,6 +125,7 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
         owner: str,
         *,
         k: int = 5,
+        score_threshold: Optional[float] = None,
         expand: bool = True,
         embed: Optional[Embed] = None,
         split: Optional[Callable[[str], list[str]]] = None,
@@ -123,8 +134,8 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
     ) -> None:
         if not isinstance(owner, str) or not owner.strip():
             raise ValueError(f"owner must be a non-empty str, got {owner!r}")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        _check_k(k)
+        _check_threshold(score_threshold)
         self._options: dict[str, Any] = {}
         if isinstance(store, Store):
             if store_options:
@@ -139,6 +150,7 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
         self.embed: Embed = embed or self.store.embed or embedders.hash
         self.owner = owner
         self.k = k
+        self.score_threshold = score_threshold
         self.expand = expand
         self.split = split
         self._name = name or f"consensus_memory[{owner}]"
@@ -170,23 +182,30 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
         **kwargs: Any,
     ) -> MemoryQueryResult:
         """The records ``owner`` owns that are nearest ``query`` (and, with
-        ``expand``, their affiliated records), best first. An empty query
-        lists everything ``owner`` owns, oldest first. ``k=`` overrides ``k``."""
+        ``expand``, their affiliated records), best first, none scoring
+        below ``score_threshold``. An empty query lists everything ``owner``
+        owns, oldest first. ``k=`` and ``score_threshold=`` override the
+        memory's for this call; any other keyword raises ``TypeError``."""
+        unknown = sorted(set(kwargs) - _QUERY_OPTIONS)
+        if unknown:
+            raise TypeError(f"query() got an unexpected keyword argument {unknown[0]!r}")
         text = query if isinstance(query, str) else _text(query)
-        k = int(kwargs.get("k", self.k))
+        k = _check_k(kwargs.get("k", self.k))
+        floor = _check_threshold(kwargs.get("score_threshold", self.score_threshold))
 
         def run() -> list[Record]:
             if not text.strip():
                 return [self.store.get(i) for i in self.store.owned(self.owner)]
             vec = self.embed([text])
-            return self.store.recall(self.owner, vec, k=k, expand=self.expand)
+            return self.store.recall(self.owner, vec, k=k, expand=self.expand, threshold=floor)
 
         rows = await self._cancellable(asyncio.to_thread(run), cancellation_token)
         return MemoryQueryResult(results=[_content(m) for m in rows])
 
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
         """Recalls with the last text message of ``model_context`` and, when
-        anything is recalled, adds it as one system message."""
+        anything is recalled at or above ``score_threshold``, adds it as one
+        system message."""
         last = ""
         for message in reversed(await model_context.get_messages()):
             if isinstance(message.content, str):
@@ -237,6 +256,7 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
             path=os.path.abspath(self.store.path),
             owner=self.owner,
             k=self.k,
+            score_threshold=self.score_threshold,
             expand=self.expand,
             embedder=named,
             name=self._name,
@@ -258,6 +278,7 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
             config.path,
             config.owner,
             k=config.k,
+            score_threshold=config.score_threshold,
             expand=config.expand,
             embed=embed,
             name=config.name,
@@ -280,6 +301,20 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
         if token is not None:
             token.link_future(task)
         return await task
+
+
+def _check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    return k
+
+
+def _check_threshold(threshold: Any) -> Optional[float]:
+    if threshold is None:
+        return None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or math.isnan(threshold):
+        raise ValueError(f"score_threshold must be a number or None, got {threshold!r}")
+    return float(threshold)
 
 
 def _mime(content: MemoryContent) -> str:

