@@ -5,6 +5,7 @@ owner actor makes the check not current, naming that owner."""
 from __future__ import annotations
 
 import os
+import time
 from typing import Iterator
 
 import pytest
@@ -29,6 +30,18 @@ def owners(cluster, tmp_path) -> Iterator[dict[str, RemoteStore]]:
             s.shutdown()
         except Exception:
             ray.kill(s.actor, no_restart=True)  # already dead: make sure
+
+
+def wait_dead(actor, seconds: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    """``ray.kill`` returns before the actor is gone: wait (bounded) until a call to it fails."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=5)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            return
+        time.sleep(0.1)
+    raise AssertionError("the killed actor still answers")
 
 
 def plan(store: Store, owners: dict[str, RemoteStore]) -> None:
@@ -61,6 +74,7 @@ def test_a_dead_owner_actor_blocks_the_check_naming_it(owners, tmp_path) -> None
         plan(store, owners)
         assert store.fence.check("plan", heads=client).current
         ray.kill(owners["dave"].actor, no_restart=True)
+        wait_dead(owners["dave"].actor)
         c = store.fence.check("plan", heads=client)
         assert not c.current
         assert [(s.key, s.owner) for s in c.stale] == [("crew", "dave")]
