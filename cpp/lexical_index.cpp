@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "bytes.hpp"
+#include "checksum.hpp"
 #include "errors.hpp"
 #include "schema.hpp"
 
@@ -33,12 +34,16 @@ std::array<unsigned char, kPosting> encode_posting(const Posting& p) {
     return b;
 }
 
-// A posting's key: [Be32 scope][word]. The bare [Be32 scope] (4 bytes) keys
-// the scope's statistics row, first of the scope's keys.
+// A posting's key: [Be32 scope][word_digest(word)]. A digest, not the word:
+// LMDB may keep a deleted key as a branch page's separator, which compact
+// copies, so a key must hold no word a forget takes away. The bare
+// [Be32 scope] (4 bytes) keys the scope's statistics row, first of the
+// scope's keys.
 std::string posting_key(uint32_t scope, std::string_view word) {
     Be32 s(scope);
     std::string k(reinterpret_cast<const char*>(s.b), 4);
-    k.append(word);
+    auto d = word_digest(word);
+    k.append(reinterpret_cast<const char*>(d.data()), d.size());
     return k;
 }
 
@@ -127,6 +132,19 @@ private:
 };
 
 }  // namespace
+
+std::array<unsigned char, kWordDigestBytes> word_digest(std::string_view word) {
+    // Two 64-bit checksums of the word, each behind its own lead byte.
+    std::string b(1, '\x01');
+    b.append(word);
+    std::array<unsigned char, kWordDigestBytes> out{};
+    for (int half = 0; half < 2; ++half) {
+        b[0] = static_cast<char>(1 + half);
+        uint64_t h = checksum64(reinterpret_cast<const unsigned char*>(b.data()), b.size());
+        std::memcpy(out.data() + 8 * half, &h, 8);
+    }
+    return out;
+}
 
 std::vector<std::string> lexical_words(std::string_view text) {
     std::vector<std::string> out;
@@ -571,14 +589,21 @@ void LexicalIndex::verify(MDB_txn* txn, const std::function<void(std::string)>& 
                 continue;
             }
             ++held;
-            bool ok = v.mv_size == kPosting && k.mv_size > 4 && k.mv_size <= 4 + kMaxWordBytes;
+            bool ok = v.mv_size == kPosting && k.mv_size == 4 + kWordDigestBytes;
             if (ok) {
                 auto r = live.find(read_be64(v.mv_data));
                 ok = r != live.end() && r->second == read_be32(k.mv_data);
             }
-            if (!ok && stray++ < 5)
-                bad("a lexical posting for '" + std::string(view(k).substr(std::min<size_t>(4, k.mv_size))) +
-                    "' is damaged or names no live record of its scope");
+            if (!ok && stray++ < 5) {
+                std::string hex;
+                for (size_t i = std::min<size_t>(4, k.mv_size); i < k.mv_size; ++i) {
+                    static const char* digits = "0123456789abcdef";
+                    unsigned char c = static_cast<const unsigned char*>(k.mv_data)[i];
+                    hex += digits[c >> 4];
+                    hex += digits[c & 15];
+                }
+                bad("a lexical posting under word digest " + hex + " is damaged or names no live record of its scope");
+            }
         }
     }
     for (const auto& [scope, st] : stats)

@@ -14,6 +14,7 @@
 #pragma once
 #include <lmdb.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,9 +31,16 @@ namespace agentsensus {
 
 // The version of the word rules below; a store whose meta lexical differs
 // rebuilds the index on its next writable open. 2: a lone digit is a word.
-// 3: postings and statistics per scope (keys [Be32 scope][word]).
-constexpr uint64_t kLexicalVersion = 3;
+// 3: postings and statistics per scope. 4: a posting's key holds a digest
+// of its word, not the word (keys [Be32 scope][word_digest]).
+constexpr uint64_t kLexicalVersion = 4;
 constexpr size_t kMaxWordBytes = 64;
+constexpr size_t kWordDigestBytes = 16;
+
+// The 16 bytes a word is keyed by: checksum64 (checksum.hpp) of 0x01 then
+// the word, native, then of 0x02 then the word. Not a secret: whoever
+// guesses a word can compute it.
+std::array<unsigned char, kWordDigestBytes> word_digest(std::string_view word);
 
 // The words of a text as the index keys them: runs of ASCII letters and
 // digits (lowercased) and of non-ASCII bytes (UTF-8 letters, kept as they

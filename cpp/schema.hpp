@@ -152,14 +152,15 @@ constexpr TableSpec kJournalTable{"journal", 0};
 // Be32 owner count -> u64 number of records with that many owners (for
 // stats(); counts of 0 are deleted). I6: it equals a count over owners.
 constexpr TableSpec kHistTable{"hist", 0};
-// [Be32 scope id][word (lexical_words, lexical_index.hpp: 1..64 bytes)] ->
+// [Be32 scope id][16-byte word_digest of a word (lexical_words,
+// lexical_index.hpp), so no key holds a word forget takes away] ->
 // dup 16 bytes [Be64 record id][u32 count of the word][u32 the record's length
 // in words]: the lexical index of the records' texts (BM25 candidates), one
 // key range per scope. [Be32 scope id] alone -> one 16-byte row [u64 live
 // records of the scope][u64 their words]: the scope's BM25 statistics (record
 // count, mean length; a word's record count is its key's postings), absent
 // for a scope without records. Derived; written only once meta lexical holds
-// kLexicalVersion (3: per scope; an older index is rebuilt on the next
+// kLexicalVersion (3: per scope, 4: word digests; an older index is rebuilt on the next
 // writable open). I18: the postings are exactly the words of the live
 // records' texts under each record's scope, and meta lex_words their total
 // length. I20: each scope's statistics row counts exactly its live records
