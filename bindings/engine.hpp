@@ -230,13 +230,14 @@ public:
         return py::make_tuple(r.id, stored_str(r.text), owners_tuple(r.owners), r.round);
     }
 
-    py::dict stats() {
+    // scope: None for the whole store, else that scope's records only.
+    py::dict stats(std::optional<std::string> scope) {
         auto u = use();
         Store& st = *u;
         Stats x;
         {
             py::gil_scoped_release nogil;
-            x = st.stats();
+            x = scope ? st.stats(*scope) : st.stats();
         }
         py::dict d;
         d["records"] = x.records;

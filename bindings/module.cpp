@@ -200,7 +200,7 @@ PYBIND11_MODULE(_core, m) {
                  py::gil_scoped_release nogil;
                  return st.owner_names();
              })
-        .def("stats", &Engine::stats)
+        .def("stats", &Engine::stats, py::arg("scope") = py::none())
         .def("merges", &Engine::merges)
         .def("checkpoint",
              [](Engine& e) {

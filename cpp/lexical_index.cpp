@@ -9,6 +9,8 @@
 #include <unordered_set>
 
 #include "bytes.hpp"
+#include "checksum.hpp"
+#include "errors.hpp"
 #include "schema.hpp"
 
 namespace agentsensus {
@@ -30,6 +32,19 @@ std::array<unsigned char, kPosting> encode_posting(const Posting& p) {
     std::memcpy(b.data() + 8, &p.tf, 4);
     std::memcpy(b.data() + 12, &p.length, 4);
     return b;
+}
+
+// A posting's key: [Be32 scope][word_digest(word)]. A digest, not the word:
+// LMDB may keep a deleted key as a branch page's separator, which compact
+// copies, so a key must hold no word a forget takes away. The bare
+// [Be32 scope] (4 bytes) keys the scope's statistics row, first of the
+// scope's keys.
+std::string posting_key(uint32_t scope, std::string_view word) {
+    Be32 s(scope);
+    std::string k(reinterpret_cast<const char*>(s.b), 4);
+    auto d = word_digest(word);
+    k.append(reinterpret_cast<const char*>(d.data()), d.size());
+    return k;
 }
 
 Posting decode_posting(const unsigned char* p) {
@@ -118,6 +133,19 @@ private:
 
 }  // namespace
 
+std::array<unsigned char, kWordDigestBytes> word_digest(std::string_view word) {
+    // Two 64-bit checksums of the word, each behind its own lead byte.
+    std::string b(1, '\x01');
+    b.append(word);
+    std::array<unsigned char, kWordDigestBytes> out{};
+    for (int half = 0; half < 2; ++half) {
+        b[0] = static_cast<char>(1 + half);
+        uint64_t h = checksum64(reinterpret_cast<const unsigned char*>(b.data()), b.size());
+        std::memcpy(out.data() + 8 * half, &h, 8);
+    }
+    return out;
+}
+
 std::vector<std::string> lexical_words(std::string_view text) {
     std::vector<std::string> out;
     size_t i = 0, n = text.size();
@@ -145,7 +173,8 @@ LexicalDoc lexical_doc(std::string_view text) {
     return d;
 }
 
-LexicalIndex::LexicalIndex(Env& env, MDB_dbi meta, MDB_dbi records, bool readonly) : meta_(meta), records_(records) {
+LexicalIndex::LexicalIndex(Env& env, MDB_dbi meta, MDB_dbi records, bool readonly, ScopeOf scope_of)
+    : meta_(meta), records_(records), scope_of_(std::move(scope_of)) {
     try {
         postings_ = env.open_db(kLexicalTable.name, kLexicalTable.flags);
     } catch (const Corrupt&) {
@@ -175,20 +204,41 @@ uint64_t LexicalIndex::words_total(MDB_txn* txn) const {
 
 void LexicalIndex::set_words_total(MDB_txn* txn, uint64_t n) { put(txn, meta_, meta_key(kMetaLexWords), val(&n, 8)); }
 
-void LexicalIndex::put_postings(MDB_txn* txn, uint64_t id, const LexicalDoc& d) {
+LexicalIndex::ScopeStats LexicalIndex::scope_stats(MDB_txn* txn, uint32_t scope) const {
+    Be32 k(scope);
+    MDB_val v;
+    ScopeStats st;
+    if (!agentsensus::get(txn, postings_, val(k.b, 4), v) || v.mv_size != kPosting) return st;
+    std::memcpy(&st.docs, v.mv_data, 8);
+    std::memcpy(&st.words, static_cast<const char*>(v.mv_data) + 8, 8);
+    return st;
+}
+
+void LexicalIndex::set_scope_stats(MDB_txn* txn, uint32_t scope, const ScopeStats& st) {
+    Be32 k(scope);
+    del(txn, postings_, val(k.b, 4));  // the one row, whatever it held
+    if (st.docs == 0 && st.words == 0) return;
+    unsigned char b[kPosting];
+    std::memcpy(b, &st.docs, 8);
+    std::memcpy(b + 8, &st.words, 8);
+    put(txn, postings_, val(k.b, 4), val(b, kPosting));
+}
+
+void LexicalIndex::put_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d) {
     for (const auto& [w, tf] : d.tf) {
         auto p = encode_posting(Posting{id, tf, d.length});
-        put(txn, postings_, val(w), val(p.data(), p.size()));
+        put(txn, postings_, val(posting_key(scope, w)), val(p.data(), p.size()));
     }
 }
 
 // Finds each word's posting of the record by its id prefix, so a posting of
 // another count or length (damage) goes too.
-void LexicalIndex::drop_postings(MDB_txn* txn, uint64_t id, const LexicalDoc& d) {
+void LexicalIndex::drop_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d) {
     Cursor c(txn, postings_);
     for (const auto& [w, tf] : d.tf) {
         auto probe = encode_posting(Posting{id, 0, 0});
-        MDB_val k = val(w), v = val(probe.data(), probe.size());
+        const std::string key = posting_key(scope, w);
+        MDB_val k = val(key), v = val(probe.data(), probe.size());
         if (!c.op(k, v, MDB_GET_BOTH_RANGE)) continue;
         if (v.mv_size != kPosting || read_be64(v.mv_data) != id) continue;
         int rc = mdb_cursor_del(c.get(), 0);
@@ -196,19 +246,32 @@ void LexicalIndex::drop_postings(MDB_txn* txn, uint64_t id, const LexicalDoc& d)
     }
 }
 
-void LexicalIndex::add(MDB_txn* txn, uint64_t id, std::string_view text) {
-    if (!built(txn)) return;
+void LexicalIndex::apply(MDB_txn* txn, uint64_t id, std::string_view text, bool adding) {
+    const uint32_t scope = scope_of_(txn, id);
     LexicalDoc d = lexical_doc(text);
-    put_postings(txn, id, d);
-    set_words_total(txn, words_total(txn) + d.length);
+    ScopeStats st = scope_stats(txn, scope);
+    uint64_t total = words_total(txn);
+    if (adding) {
+        put_postings(txn, scope, id, d);
+        st.docs += 1;
+        st.words += d.length;
+        total += d.length;
+    } else {
+        drop_postings(txn, scope, id, d);
+        st.docs = st.docs > 0 ? st.docs - 1 : 0;
+        st.words = st.words >= d.length ? st.words - d.length : 0;
+        total = total >= d.length ? total - d.length : 0;
+    }
+    set_scope_stats(txn, scope, st);
+    set_words_total(txn, total);
+}
+
+void LexicalIndex::add(MDB_txn* txn, uint64_t id, std::string_view text) {
+    if (built(txn)) apply(txn, id, text, true);
 }
 
 void LexicalIndex::remove(MDB_txn* txn, uint64_t id, std::string_view text) {
-    if (!built(txn)) return;
-    LexicalDoc d = lexical_doc(text);
-    drop_postings(txn, id, d);
-    uint64_t total = words_total(txn);
-    set_words_total(txn, total >= d.length ? total - d.length : 0);
+    if (built(txn)) apply(txn, id, text, false);
 }
 
 void LexicalIndex::retext(MDB_txn* txn, uint64_t id, std::string_view before, std::string_view after) {
@@ -222,33 +285,56 @@ void LexicalIndex::build(MDB_txn* txn, const std::function<void(uint64_t, uint64
     if (rc) throw_lmdb(rc, "mdb_drop");
     const uint64_t total = entries(txn, records_);
     uint64_t done = 0, words = 0;
+    std::map<uint32_t, ScopeStats> stats;
     Cursor c(txn, records_);
     MDB_val k, v;
     for (bool more = c.op(k, v, MDB_FIRST); more; more = c.op(k, v, MDB_NEXT)) {
         RecordHeader h;
         std::string_view text;
-        // A damaged record is verify's and repair's to report; it has no words here.
+        // A damaged record, or one whose scope row is damaged, is verify's
+        // and repair's to report; it has no words here.
         if (k.mv_size == 8 && decode_record(v, h, text)) {
-            LexicalDoc d = lexical_doc(text);
-            put_postings(txn, read_be64(k.mv_data), d);
-            words += d.length;
+            const uint64_t id = read_be64(k.mv_data);
+            std::optional<uint32_t> scope;
+            try {
+                scope = scope_of_(txn, id);
+            } catch (const Corrupt&) {
+            }
+            if (scope) {
+                LexicalDoc d = lexical_doc(text);
+                put_postings(txn, *scope, id, d);
+                words += d.length;
+                stats[*scope].docs += 1;
+                stats[*scope].words += d.length;
+            }
         }
         if (++done % 4096 == 0 && progress) progress(done, total);
     }
+    for (const auto& [scope, st] : stats) set_scope_stats(txn, scope, st);
     if (progress) progress(done, total);
     uint64_t version = kLexicalVersion;
     put(txn, meta_, meta_key(kMetaLexical), val(&version, 8));
     set_words_total(txn, words);
 }
 
-LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, const std::vector<LexicalOverlay>& overlay) const {
-    // The corpus as the overlay leaves it: its new records join, and its
-    // committed records are scored by their overlay text, not the stored one.
+LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, std::optional<uint32_t> scope,
+                                   const std::vector<LexicalOverlay>& overlay) const {
+    // The scope's corpus as the overlay leaves it: its new records join, and
+    // its committed records are scored by their overlay text, not the stored
+    // one. Records of other scopes, stored or new, are not of it.
     LexicalCorpus c;
-    c.docs = static_cast<double>(entries(txn, records_));
-    double words = static_cast<double>(words_total(txn));
+    c.scope = scope.value_or(0);
+    c.stored = scope.has_value();
+    double words = 0;
+    if (c.stored) {
+        ScopeStats st = scope_stats(txn, c.scope);
+        c.docs = static_cast<double>(st.docs);
+        words = static_cast<double>(st.words);
+    }
     for (const LexicalOverlay& o : overlay) {
         if (c.over.count(o.id)) continue;
+        if (o.id < 0 && !o.hit) continue;  // a new record of another scope
+        if (o.id > 0 && (!c.stored || scope_of_(txn, static_cast<uint64_t>(o.id)) != c.scope)) continue;
         LexicalDoc d = lexical_doc(o.text);
         if (o.id < 0) {
             c.docs += 1;
@@ -269,11 +355,11 @@ LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, const std::vector<LexicalOverla
     return c;
 }
 
-std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::string_view query, size_t k,
-                                             const std::vector<LexicalOverlay>& overlay,
+std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::optional<uint32_t> scope, std::string_view query,
+                                             size_t k, const std::vector<LexicalOverlay>& overlay,
                                              const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                              const std::function<bool(uint64_t)>* keep) const {
-    return search(txn, corpus(txn, overlay), query, k, also, also_scores, keep);
+    return search(txn, corpus(txn, scope, overlay), query, k, also, also_scores, keep);
 }
 
 // Exact BM25 top k, term at a time, rarest word first, with max-score
@@ -293,8 +379,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     also_scores.assign(also.size(), 0.f);
     if (!built(txn) || cp.docs <= 0) return {};
     struct Term {
-        std::string word;
-        size_t stored = 0;  // postings in the table
+        std::string word, key;  // key: [Be32 scope][word]
+        size_t stored = 0;      // postings in the table
         double idf = 0, bound = 0;
         // At the word's first posting (when stored > 0): counting its postings
         // placed it there, and reading them starts from it without a second
@@ -305,10 +391,12 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     {
         const LexicalDoc q = lexical_doc(query);
         for (const auto& word : q.tf) {  // a query's repeated word counts once
-            Term t{word.first};
+            Term t;
+            t.word = word.first;
+            t.key = posting_key(cp.scope, word.first);
             t.at = std::make_unique<Cursor>(txn, postings_);
-            MDB_val key = val(t.word), v;
-            if (t.at->op(key, v, MDB_SET)) {
+            MDB_val key = val(t.key), v;
+            if (cp.stored && t.at->op(key, v, MDB_SET)) {
                 int rc = mdb_cursor_count(t.at->get(), &t.stored);
                 if (rc) throw_lmdb(rc, "mdb_cursor_count");
             }
@@ -392,7 +480,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                 for (Acc& a : acc.entries()) {
                     if (a.id < 0 || (overlay && cp.over.count(a.id))) continue;
                     auto probe = encode_posting(Posting{static_cast<uint64_t>(a.id), 0, 0});
-                    MDB_val key = val(t.word), v = val(probe.data(), probe.size());
+                    MDB_val key = val(t.key), v = val(probe.data(), probe.size());
                     if (!t.at->op(key, v, MDB_GET_BOTH_RANGE) || v.mv_size != kPosting) continue;
                     Posting x = decode_posting(static_cast<const unsigned char*>(v.mv_data));
                     if (x.id == static_cast<uint64_t>(a.id)) a.score += term_weight(t.idf, x.tf, x.length, cp.avgdl);
@@ -444,7 +532,8 @@ void LexicalIndex::verify(MDB_txn* txn, const std::function<void(std::string)>& 
     }
     uint64_t expected = 0, words = 0;
     size_t missing = 0;
-    std::set<uint64_t> live;
+    std::map<uint64_t, uint32_t> live;  // record id -> scope
+    std::map<uint32_t, ScopeStats> stats;
     {
         Cursor rc(txn, records_), pc(txn, postings_);
         MDB_val k, v;
@@ -453,13 +542,22 @@ void LexicalIndex::verify(MDB_txn* txn, const std::function<void(std::string)>& 
             std::string_view text;
             if (k.mv_size != 8 || !decode_record(v, h, text)) continue;  // I3 reports it
             uint64_t id = read_be64(k.mv_data);
-            live.insert(id);
+            uint32_t scope = 0;
+            try {
+                scope = scope_of_(txn, id);
+            } catch (const Corrupt&) {
+                continue;  // I14 reports it; such a record has no postings
+            }
+            live[id] = scope;
             LexicalDoc d = lexical_doc(text);
             words += d.length;
+            stats[scope].docs += 1;
+            stats[scope].words += d.length;
             for (const auto& [w, tf] : d.tf) {
                 ++expected;
                 auto p = encode_posting(Posting{id, tf, d.length});
-                MDB_val pk = val(w), pv = val(p.data(), p.size());
+                const std::string key = posting_key(scope, w);
+                MDB_val pk = val(key), pv = val(p.data(), p.size());
                 if (!pc.op(pk, pv, MDB_GET_BOTH) && missing++ < 5)
                     bad("record " + std::to_string(id) + " lacks its lexical posting for '" + w + "'");
             }
@@ -468,17 +566,50 @@ void LexicalIndex::verify(MDB_txn* txn, const std::function<void(std::string)>& 
     if (missing > 5) bad("the lexical index lacks " + std::to_string(missing) + " postings in all");
     size_t stray = 0;
     uint64_t held = 0;
+    std::set<uint32_t> counted;  // scopes with a sound statistics row
     {
         Cursor c(txn, postings_);
         MDB_val k, v;
         for (bool more = c.op(k, v, MDB_FIRST); more; more = c.op(k, v, MDB_NEXT)) {
+            if (k.mv_size == 4) {  // I20: a scope's statistics row
+                const uint32_t scope = read_be32(k.mv_data);
+                ScopeStats want;
+                auto e = stats.find(scope);
+                if (e != stats.end()) want = e->second;
+                ScopeStats got;
+                if (v.mv_size == kPosting) {
+                    std::memcpy(&got.docs, v.mv_data, 8);
+                    std::memcpy(&got.words, static_cast<const char*>(v.mv_data) + 8, 8);
+                }
+                if (v.mv_size != kPosting || got.docs != want.docs || got.words != want.words || counted.count(scope))
+                    bad("the lexical statistics of scope " + std::to_string(scope) + " (" + std::to_string(got.docs) +
+                        " records, " + std::to_string(got.words) + " words) disagree with its records (" +
+                        std::to_string(want.docs) + ", " + std::to_string(want.words) + ")");
+                counted.insert(scope);
+                continue;
+            }
             ++held;
-            bool ok = v.mv_size == kPosting && k.mv_size >= 1 && k.mv_size <= kMaxWordBytes;
-            if (ok) ok = live.count(read_be64(v.mv_data)) > 0;
-            if (!ok && stray++ < 5)
-                bad("a lexical posting for '" + std::string(view(k)) + "' is damaged or names no live record");
+            bool ok = v.mv_size == kPosting && k.mv_size == 4 + kWordDigestBytes;
+            if (ok) {
+                auto r = live.find(read_be64(v.mv_data));
+                ok = r != live.end() && r->second == read_be32(k.mv_data);
+            }
+            if (!ok && stray++ < 5) {
+                std::string hex;
+                for (size_t i = std::min<size_t>(4, k.mv_size); i < k.mv_size; ++i) {
+                    static const char* digits = "0123456789abcdef";
+                    unsigned char c = static_cast<const unsigned char*>(k.mv_data)[i];
+                    hex += digits[c >> 4];
+                    hex += digits[c & 15];
+                }
+                bad("a lexical posting under word digest " + hex + " is damaged or names no live record of its scope");
+            }
         }
     }
+    for (const auto& [scope, st] : stats)
+        if (!counted.count(scope))
+            bad("scope " + std::to_string(scope) + " has no lexical statistics for its " + std::to_string(st.docs) +
+                " records");
     if (held != expected)
         bad("the lexical index holds " + std::to_string(held) + " postings for " + std::to_string(expected) +
             " words of the records");

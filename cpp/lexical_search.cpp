@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -40,7 +41,8 @@ LexicalAnswer Store::lexical(const std::vector<LexicalQuery>& queries, size_t k,
     ScopeView sv = scope_view(t.get(), scope);
     std::function<bool(uint64_t)> keep = [&](uint64_t id) { return sv.contains(id); };
     std::vector<uint64_t> named;
-    const LexicalCorpus corpus = lexical_->corpus(t.get(), overlay);  // once for every query
+    // The scope's own statistics: no score moves with another scope's records.
+    const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay);  // once for every query
     for (size_t i = 0; i < queries.size(); ++i) {
         const LexicalQuery& lq = queries[i];
         prepare_vector(lq.vector, q.data());
@@ -93,8 +95,22 @@ std::vector<Row> Store::recall_fused(const std::string& owner, const float* quer
     std::function<bool(uint64_t)> keep = [&](uint64_t id) { return owns(t.get(), *oid, id); };
     std::vector<int64_t> also;  // the vector ranking's records, for their BM25 scores
     for (const Row& r : by_vector) also.push_back(static_cast<int64_t>(r.id));
-    std::vector<float> also_scores;
-    std::vector<LexicalHit> by_words = lexical_->search(t.get(), text, depth, {}, also, also_scores, &keep);
+    // Each record is scored against its own scope's statistics (a scope's
+    // postings hold only its records): one search per scope the owner has
+    // records in, the hits merged by score.
+    std::set<uint32_t> scopes;
+    for (uint64_t id : owned_ids(t.get(), *oid)) scopes.insert(record_scope(t.get(), id));
+    std::vector<float> also_scores(also.size(), 0.f), got;
+    std::vector<LexicalHit> by_words;
+    for (uint32_t sid : scopes) {
+        std::vector<LexicalHit> hits = lexical_->search(t.get(), sid, text, depth, {}, also, got, &keep);
+        by_words.insert(by_words.end(), hits.begin(), hits.end());
+        for (size_t i = 0; i < also.size(); ++i) also_scores[i] = std::max(also_scores[i], got[i]);
+    }
+    std::sort(by_words.begin(), by_words.end(), [](const LexicalHit& a, const LexicalHit& b) {
+        return a.score > b.score || (a.score == b.score && a.id < b.id);
+    });
+    if (by_words.size() > depth) by_words.resize(depth);
 
     std::unordered_map<uint64_t, double> fused;
     std::unordered_map<uint64_t, float> cosine, words;

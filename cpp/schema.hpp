@@ -10,7 +10,7 @@
 // LMDB file is not portable across byte orders anyway). A "dup" table holds
 // several sorted values under one key (MDB_DUPSORT). Record ids, merge seqs
 // and journal seqs start at 1; 0 means none. Texts and names are UTF-8.
-// The invariants I1..I19 are the ones Store::verify checks (integrity.cpp);
+// The invariants I1..I20 are the ones Store::verify checks (integrity.cpp);
 // I1 is the structure of the LMDB pages themselves (page_check.hpp).
 #pragma once
 #include <lmdb.h>
@@ -152,11 +152,19 @@ constexpr TableSpec kJournalTable{"journal", 0};
 // Be32 owner count -> u64 number of records with that many owners (for
 // stats(); counts of 0 are deleted). I6: it equals a count over owners.
 constexpr TableSpec kHistTable{"hist", 0};
-// Word (lexical_words, lexical_index.hpp: 1..64 bytes) -> dup 16 bytes
-// [Be64 record id][u32 count of the word][u32 the record's length in words]:
-// the lexical index of the records' texts (BM25 candidates). Derived; written
-// only once meta lexical holds kLexicalVersion. I18: the postings are exactly
-// the words of the live records' texts, and meta lex_words their total length.
+// [Be32 scope id][16-byte word_digest of a word (lexical_words,
+// lexical_index.hpp), so no key holds a word forget takes away] ->
+// dup 16 bytes [Be64 record id][u32 count of the word][u32 the record's length
+// in words]: the lexical index of the records' texts (BM25 candidates), one
+// key range per scope. [Be32 scope id] alone -> one 16-byte row [u64 live
+// records of the scope][u64 their words]: the scope's BM25 statistics (record
+// count, mean length; a word's record count is its key's postings), absent
+// for a scope without records. Derived; written only once meta lexical holds
+// kLexicalVersion (3: per scope, 4: word digests; an older index is rebuilt on the next
+// writable open). I18: the postings are exactly the words of the live
+// records' texts under each record's scope, and meta lex_words their total
+// length. I20: each scope's statistics row counts exactly its live records
+// and their words, so no scope's scores move with another's records.
 constexpr TableSpec kLexicalTable{"lex_postings", kDupFixed};
 
 // ------------------------------------------------------------ item tables

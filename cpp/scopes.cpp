@@ -5,6 +5,7 @@
 // so a store written before scopes existed has every record in it.
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -203,6 +204,58 @@ std::vector<std::string> Store::scope_names() {
     MDB_val k, v;
     for (bool more = c.op(k, v, MDB_FIRST); more; more = c.op(k, v, MDB_NEXT)) out.emplace_back(view(v));
     return out;
+}
+
+Stats Store::stats(std::string_view scope) {
+    check_open();
+    check_scope_name(scope);
+    ReadTxn t(*env_);
+    Stats s;
+    std::optional<uint32_t> sid = scope_id(t.get(), scope);
+    if (!sid) return s;  // a scope never used
+    ScopeView sv = scope_view(t.get(), scope);
+    std::vector<uint64_t> ids = sv.ids;
+    if (!sv.filtered) {  // the default scope is the whole store
+        Cursor c(t.get(), db_.records);
+        MDB_val k, v;
+        for (bool more = c.op(k, v, MDB_FIRST); more; more = c.op(k, v, MDB_NEXT))
+            if (k.mv_size == 8) ids.push_back(read_be64(k.mv_data));
+    }
+    std::set<uint32_t> owners;
+    std::set<uint64_t> deposits;
+    for (uint64_t id : ids) {
+        Be64 k(id);
+        MDB_val rv;
+        RecordHeader h;
+        std::string_view text;
+        if (!agentsensus::get(t.get(), db_.records, val(k.b, 8), rv) || !decode_record(rv, h, text)) continue;
+        ++s.records;
+        deposits.insert(h.deposit);
+        size_t n = 0;
+        {
+            Cursor c(t.get(), db_.owners);
+            MDB_val key = val(k.b, 8), v;
+            for (bool more = c.op(key, v, MDB_SET); more; more = c.op(key, v, MDB_NEXT_DUP)) {
+                if (v.mv_size != 4) throw Corrupt("the owner set of record " + std::to_string(id) + " is damaged");
+                owners.insert(load<uint32_t>(v.mv_data));
+                ++n;
+            }
+        }
+        if (n >= 2) ++s.shared;
+        s.max_owners = std::max<uint64_t>(s.max_owners, n);
+        if (!neighbors_in(t.get(), id).empty()) ++s.linked;
+        Cursor m(t.get(), db_.rmerges);
+        MDB_val mk = val(k.b, 8), mv;
+        if (m.op(mk, mv, MDB_SET)) {
+            size_t count = 0;
+            int rc = mdb_cursor_count(m.get(), &count);
+            if (rc) throw_lmdb(rc, "mdb_cursor_count");
+            s.merges += count;
+        }
+    }
+    s.deposits = deposits.size();
+    s.owners = owners.size();
+    return s;
 }
 
 std::vector<Row> Store::recall_scoped(const std::string& owner, const std::string& scope, const float* query, size_t k,

@@ -125,7 +125,8 @@ Store::Store(const std::string& dir, const StoreOptions& o)
     }
     items_ = std::make_unique<ItemTable>(*env_);
     settings_ = std::make_unique<SettingsTable>(*env_);
-    lexical_ = std::make_unique<LexicalIndex>(*env_, db_.meta, db_.records, o.readonly);
+    lexical_ = std::make_unique<LexicalIndex>(*env_, db_.meta, db_.records, o.readonly,
+                                              [this](MDB_txn* txn, uint64_t id) { return record_scope(txn, id); });
     init_or_check(o);
     index_ = std::make_unique<VectorIndex>(dim_, metric_, o.index);
     // A quantized index re-scores its candidates from LMDB's f32 vectors, in
@@ -1133,16 +1134,17 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
         del(txn, db_.rmerges, val(k.b, 8));
     }
     delete_said(txn, id, 0);
-    drop_scope(txn, id);
-    drop_metadata(txn, id, 0);
-    drop_times(txn, id);
     {
         MDB_val rv;
         RecordHeader h;
         std::string_view text;
+        // Before its scope row goes: the words are kept under the record's scope.
         if (agentsensus::get(txn, db_.records, val(k.b, 8), rv) && decode_record(rv, h, text))
             lexical_->remove(txn, id, text);
     }
+    drop_scope(txn, id);
+    drop_metadata(txn, id, 0);
+    drop_times(txn, id);
     scrub_del(txn, db_.records, val(k.b, 8));
     scrub_del(txn, db_.vectors, val(k.b, 8));
     journal(txn, kDel, id, 0);
@@ -1590,8 +1592,8 @@ std::optional<std::string> Store::commit_deposit(MDB_txn* txn, const DepositPlan
         if (s.target == 0) {
             if (auto why = new_record_conflict(txn, s, v, rivals, min_similarity, sid)) return why;
             id = c.next_id++;
+            put_scope(txn, id, sid);  // first: the record's words are kept under its scope
             create_record(txn, id, s, v, oid, d.round, c.deposits);
-            put_scope(txn, id, sid);
             staged.push_back(id);
         } else {
             id = s.target > 0 ? static_cast<uint64_t>(s.target) : staged[-s.target - 1];

@@ -288,6 +288,10 @@ public:
     // The record's text and its said rows, n ascending (NotFound when absent).
     std::pair<std::string, std::vector<SaidRow>> said(uint64_t id);
     Stats stats();
+    // The same counts for one scope's live records only (scopes.cpp): merges
+    // of its records, owners among its records, and as deposits the deposits
+    // that created its live records; nothing of another scope shows.
+    Stats stats(std::string_view scope);
     std::vector<MergeRow> merges(uint64_t after_seq, size_t limit);
 
     // Records in id order after `after`, at most limit of them (export, repair).

@@ -179,7 +179,6 @@ void Store::load_row(MDB_txn* txn, const DumpRow& r) {
     std::string what = "record " + std::to_string(r.id);
     Be64 k(r.id);
     put(txn, db_.records, val(k.b, 8), val(encode_record(r.round, r.deposit, r.text)), MDB_APPEND);
-    lexical_->add(txn, r.id, r.text);  // derived: an import builds it as it loads
     put(txn, db_.vectors, val(k.b, 8), val(r.vector.data(), dim_ * sizeof(float)), MDB_APPEND);
     for (const std::string& d : r.digests) {
         MDB_val cur;
@@ -198,6 +197,7 @@ void Store::load_row(MDB_txn* txn, const DumpRow& r) {
                  sr.text == r.text ? std::string_view() : std::string_view(sr.text));
     const uint32_t sid = ensure_scope(txn, r.scope);
     put_scope(txn, r.id, sid);
+    lexical_->add(txn, r.id, r.text);  // derived: an import builds it as it loads, under the record's scope
     for (uint64_t e : r.edges) {
         if (e == r.id) throw InvalidArgument(what + " has an edge to itself");
         if (e > r.id) continue;  // added when record e lists this one

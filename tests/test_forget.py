@@ -293,3 +293,29 @@ def test_verify_reports_a_said_row_of_an_owner_that_left(store_path):
         s.repair()
         assert s.verify() == []
         assert all(r[1] != "carol" for r in s._handles().engine.said(rid)[1])
+
+
+@pytest.mark.slow
+def test_no_forgotten_word_survives_compact_as_a_branch_separator(tmp_path):
+    """A store of 20,000 records, each with a word of its own, has branch
+    pages in its lexical index, whose separators LMDB may keep after their
+    key is deleted; the postings are keyed by a digest of the word, so none
+    of the 1,000 forgotten records' words is in the files after compact
+    (keyed by the word, 4 of them survived as separators)."""
+    path = os.fspath(tmp_path / "s")
+    rng = np.random.default_rng(7)
+    n, per = 20_000, 1_000
+    with Store(path, dim=16, min_similarity=0.999, lexical_candidates=0, sync=False) as s:
+        for start in range(0, n, per):
+            texts = [f"note {i} holds qz{i:05d}x" for i in range(start, start + per)]
+            vecs = rng.standard_normal((per, 16)).astype(np.float32)
+            s.deposit("alice", texts, vecs, judge=lambda r: [None] * len(r))
+        gone = [int(i) for i in rng.choice(n, size=1_000, replace=False)]
+        for i in gone:
+            s.forget("alice", i + 1)  # record ids from 1, in deposit order
+        assert s.stats().records == n - len(gone)
+    compact(path)
+    left = [i for i in gone if on_disk(path, f"qz{i:05d}x")]
+    assert left == []
+    kept = next(i for i in range(n) if i not in set(gone))
+    assert on_disk(path, f"qz{kept:05d}x") == ["data.mdb"]  # the grep finds a live word

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from typing import Optional
 
 import lmdb
 import numpy as np
@@ -36,16 +37,62 @@ def words(text: str) -> list[bytes]:
     return [r.lower()[:64] for r in runs if len(r) >= 2 or r.isdigit()]
 
 
-def postings(path: str) -> set[tuple[bytes, int, int, int]]:
-    """Every (word, record, count, length) in a closed store's lex_postings."""
+M64 = (1 << 64) - 1
+
+
+def checksum64(data: bytes) -> int:
+    """cpp/checksum.hpp's checksum64, written again."""
+    p1, p2 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (64 - r))) & M64
+
+    def rnd(acc: int, w: int) -> int:
+        return rotl((acc + w * p2) & M64, 31) * p1 & M64
+
+    lanes = [(p1 + p2) & M64, p2, 0, (-p1) & M64]
+    i, n = 0, len(data)
+    while i + 32 <= n:
+        for j in range(4):
+            lanes[j] = rnd(lanes[j], int.from_bytes(data[i + 8 * j : i + 8 * j + 8], "little"))
+        i += 32
+    h = (rotl(lanes[0], 1) + rotl(lanes[1], 7) + rotl(lanes[2], 12) + rotl(lanes[3], 18)) & M64
+    while i + 8 <= n:
+        h = rotl(h ^ rnd(0, int.from_bytes(data[i : i + 8], "little")), 27) * p1 & M64
+        i += 8
+    while i < n:
+        h = rotl(h ^ (data[i] * p1 & M64), 11) * p2 & M64
+        i += 1
+    h ^= n
+    h ^= h >> 33
+    h = h * p2 & M64
+    h ^= h >> 29
+    return h
+
+
+def digest(word: bytes) -> bytes:
+    """The 16 bytes a word is keyed by (word_digest, cpp/lexical_index.hpp)."""
+    return b"".join(checksum64(bytes([lead]) + word).to_bytes(8, "little") for lead in (1, 2))
+
+
+def key(word: bytes, scope: int = 0) -> bytes:
+    """A posting's key in lex_postings: [Be32 scope id][the word's digest]."""
+    return scope.to_bytes(4, "big") + digest(word)
+
+
+def postings(path: str) -> set[tuple[int, bytes, int, int, int]]:
+    """Every (scope id, word digest, record, count, length) in a closed store's lex_postings."""
     env = lmdb.open(path, readonly=True, lock=False, max_dbs=64)
     db = env.open_db(b"lex_postings", create=False, dupsort=True, dupfixed=True)
     out = set()
     with env.begin() as t:
         for k, v in t.cursor(db):
+            if len(k) == 4:  # a scope's statistics row (lexical_stats)
+                continue
             out.add(
                 (
-                    bytes(k),
+                    int.from_bytes(k[:4], "big"),
+                    bytes(k[4:]),
                     int.from_bytes(v[:8], "big"),
                     int.from_bytes(v[8:12], "little"),
                     int.from_bytes(v[12:16], "little"),
@@ -55,12 +102,40 @@ def postings(path: str) -> set[tuple[bytes, int, int, int]]:
     return out
 
 
-def expected_postings(texts: dict[int, str]) -> set[tuple[bytes, int, int, int]]:
+def lexical_stats(path: str) -> dict[int, tuple[int, int]]:
+    """Each scope id's (records, words) statistics row in a closed store's lex_postings."""
+    env = lmdb.open(path, readonly=True, lock=False, max_dbs=64)
+    db = env.open_db(b"lex_postings", create=False, dupsort=True, dupfixed=True)
+    with env.begin() as t:
+        out = {
+            int.from_bytes(k, "big"): (int.from_bytes(v[:8], "little"), int.from_bytes(v[8:], "little"))
+            for k, v in t.cursor(db)
+            if len(k) == 4
+        }
+    env.close()
+    return out
+
+
+def expected_postings(
+    texts: dict[int, str], scopes: Optional[dict[int, int]] = None
+) -> set[tuple[int, bytes, int, int, int]]:
+    """The postings of records with these texts, in these scope ids (default 0)."""
+    scopes = scopes or {}
     out = set()
     for rid, text in texts.items():
         ws = words(text)
         for w in set(ws):
-            out.add((w, rid, ws.count(w), len(ws)))
+            out.add((scopes.get(rid, 0), digest(w), rid, ws.count(w), len(ws)))
+    return out
+
+
+def expected_stats(texts: dict[int, str], scopes: Optional[dict[int, int]] = None) -> dict[int, tuple[int, int]]:
+    """The statistics rows of records with these texts, in these scope ids (default 0)."""
+    scopes = scopes or {}
+    out: dict[int, tuple[int, int]] = {}
+    for rid, text in texts.items():
+        docs, n = out.get(scopes.get(rid, 0), (0, 0))
+        out[scopes.get(rid, 0)] = (docs + 1, n + len(words(text)))
     return out
 
 
@@ -128,7 +203,7 @@ def test_an_index_of_older_word_rules_is_rebuilt_on_a_writable_open(tmp_path):
     env = lmdb.open(path, max_dbs=64)  # as version 1 of the word rules left it: no lone digits
     db = env.open_db(b"lex_postings", create=False, dupsort=True, dupfixed=True)
     with env.begin(write=True) as t:
-        t.delete(b"5", db=db)
+        t.delete(key(b"5"), db=db)
         t.put(b"lexical", (1).to_bytes(8, "little"), db=env.open_db(b"meta", txn=t, create=False))
     env.close()
     with Store(path, readonly=True, embed=lambda ts: np.stack([A] * len(ts))) as s:
@@ -136,7 +211,8 @@ def test_an_index_of_older_word_rules_is_rebuilt_on_a_writable_open(tmp_path):
     with Store(path, min_similarity=0.5) as s:
         assert s.verify() == []
         texts = {m.id: m.text for m in s.records()}
-    assert (b"5", 1, 1, 6) in postings(path) == expected_postings(texts)
+    assert (0, digest(b"5"), 1, 1, 6) in postings(path) == expected_postings(texts)
+    assert lexical_stats(path) == expected_stats(texts) == {0: (1, 6)}
 
 
 def test_lexical_candidates_0_turns_them_off(tmp_path):
@@ -159,11 +235,11 @@ def test_verify_reports_a_damaged_posting_and_repair_rebuilds_it(tmp_path):
 
     def damage(t, db):
         c = t.cursor(db)
-        assert c.set_key(b"polonius")
+        assert c.set_key(key(b"polonius"))
         v = bytearray(c.value())
         v[8] ^= 0x7F  # the word's count
         c.delete()
-        t.put(b"polonius", bytes(v), db=db)
+        t.put(key(b"polonius"), bytes(v), db=db)
 
     with_table(path, damage)
     judge = RecordingJudge(lambda a, b: True)
@@ -180,10 +256,10 @@ def test_verify_reports_a_damaged_posting_and_repair_rebuilds_it(tmp_path):
 def test_verify_reports_a_stray_posting(tmp_path):
     path = str(tmp_path / "s")
     store_with_one(path).close()
-    with_table(path, lambda t, db: t.put(b"ghost", (99).to_bytes(8, "big") + b"\x01\0\0\0\x05\0\0\0", db=db))
+    with_table(path, lambda t, db: t.put(key(b"ghost"), (99).to_bytes(8, "big") + b"\x01\0\0\0\x05\0\0\0", db=db))
     with Store(path) as s:
         problems = s.verify()
-        assert any("'ghost' is damaged or names no live record" in p for p in problems), problems
+        assert any(f"word digest {digest(b'ghost').hex()} is damaged or names no live record" in p for p in problems)
         n = len(set(words(STORED)))
         assert any(f"holds {n + 1} postings for {n} words" in p for p in problems), problems
 

@@ -11,7 +11,7 @@ from typing import Optional
 import lmdb
 import numpy as np
 import pytest
-from agentsensus import JudgeRequest, Store, compact
+from agentsensus import JudgeRequest, Stats, Store, compact
 from agentsensus.export import export_jsonl
 from agentsensus.importer import import_jsonl
 from agentsensus.normalize import text_digest
@@ -287,3 +287,18 @@ def test_a_schema_2_store_has_everything_in_the_default_scope(store_path):
         assert s.deposit("bob", ["AN OLD FACT"], unit(2)[None]).ids == [old]  # the old digest still matches
         assert s.deposit("carol", ["an old fact"], unit(3)[None], scope="new").ids != [old]
         assert s.verify() == []
+
+
+def test_stats_of_a_scope_count_its_records_only(store_path):
+    with open_store(store_path) as s:
+        s.deposit("mallory", ["m one", "m two"], np.stack([unit(1), unit(2)]), scope="m")
+        s.deposit("bob", ["m one"], near(unit(1), 3)[None], scope="m")  # merges: shared, one merge
+        alone = s.stats(scope="m")
+        # two deposits made its two records (one statement merged), both linked by their deposit
+        assert alone == Stats(records=2, deposits=1, merges=1, shared=1, linked=2, max_owners=2, agents=2)
+        for i in range(20):
+            s.deposit("alice", [f"a {i}"], unit(i % 5 + 4)[None], scope="a", judge=lambda rs: [None] * len(rs))
+        assert s.stats(scope="m") == alone  # nothing of scope "a" shows
+        assert s.stats(scope="a").records == 20 and s.stats(scope="a").agents == 1
+        assert s.stats(scope="never") == s.stats(scope="")  # no records in either
+        assert s.stats().records == 22

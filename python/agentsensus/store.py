@@ -686,9 +686,11 @@ class Store:
                     progress(n - self.stats().records, n)
         return n
 
-    def stats(self) -> Stats:
-        """Store-wide counts (see :class:`Stats`)."""
-        return Stats(**self._handles().engine.stats())
+    def stats(self, scope: Optional[str] = None) -> Stats:
+        """Store-wide counts (see :class:`Stats`); with ``scope``, the counts of
+        that scope's live records only (``deposits``: the deposits that created
+        them), so a scope's stats show nothing of another scope."""
+        return Stats(**self._handles().engine.stats(None if scope is None else check_scope(scope)))
 
     def records(self) -> Iterator[Memory]:
         """Every record, in id order (a consistent snapshot per page of 1024)."""
