@@ -37,9 +37,9 @@ def merge_log(world: str, rounds: int) -> tuple[list[Any], list[str]]:
     logs: list[list[Any]] = []
     measure = runner.name_loss
 
-    def keep(merges: Any, people: Any) -> Any:
+    def keep(merges: Any, people: Any, ledger: Any = None) -> Any:
         logs.append(list(merges))
-        return measure(merges, people)
+        return measure(merges, people, ledger)
 
     runner.name_loss = keep  # the run hands its merge log to name_loss; keep a copy
     try:

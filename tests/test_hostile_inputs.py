@@ -269,6 +269,22 @@ def test_any_value_in_any_field_of_an_import_line_is_imported_or_one_line(
             list(s.records())
 
 
+@pytest.mark.parametrize(
+    "field, value, message",
+    [("dim", 0, "line 1: dim must be a positive int"), ("metric", "manhattan", "line 1: metric must be one of")],
+)
+def test_a_store_line_the_engine_refuses_is_one_line(tmp_path, field: str, value: Any, message: str) -> None:
+    """A header whose dim or metric the engine would refuse names line 1."""
+    lines = export_lines(os.fspath(tmp_path / "src"))
+    row = json.loads(lines[0])
+    row[field] = value
+    lines[0] = json.dumps(row)
+    with pytest.raises(ValueError) as e:
+        import_jsonl(iter(lines), tmp_path / "dst")
+    assert one_line(e).startswith(message)
+    assert not (tmp_path / "dst").exists()
+
+
 ITEM = {"type": "item", "namespace": ["notes"], "key": "k", "value": {"a": 1}, "created_at": 1, "updated_at": 1}
 BATCH = {"type": "batch", "key": "b1", "digest": "00" * 16, "ids": [[1]], "merged": [[False]]}
 

@@ -405,7 +405,11 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
         )
     try:
         dim, metric = _uint(header, "dim"), _get(header, "metric", str)
-        with Store(tmp, dim=dim, metric=metric, judge=None) as store:
+        try:
+            made = Store(tmp, dim=dim, metric=metric, judge=None)
+        except ValueError as e:  # a dim or metric the engine refuses is the header's fault
+            raise _Bad(str(e)) from None
+        with made as store:
             loader = _Loader(store, header, batch, progress)
             phase = 0  # records, then merges, then keys
             items = ItemLoader()  # item lines, loaded after everything else (io/items_io.py)
