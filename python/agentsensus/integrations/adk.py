@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import unicodedata
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from google.adk.events.event import Event
@@ -183,6 +184,7 @@ class ConsensusMemoryService(BaseMemoryService):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
         if not query.strip():
             return SearchMemoryResponse()
+        query = _nfc(query)
 
         def run() -> list[Record]:
             return self.store.recall(user, query, k=self.k, expand=False, lexical=True)
@@ -303,10 +305,17 @@ def _batch_key(app_name: str, user_id: str, session_id: str, event_id: str) -> s
 
 def _text(content: Optional[types.Content]) -> str:
     """An event's words: its text parts joined, thoughts left out (ADK's
-    memory tools use the text parts only)."""
+    memory tools use the text parts only), in NFC (see :func:`_nfc`)."""
     if content is None or not content.parts:
         return ""
-    return " ".join(p.text for p in content.parts if p.text and not p.thought).strip()
+    return _nfc(" ".join(p.text for p in content.parts if p.text and not p.thought).strip())
+
+
+def _nfc(text: str) -> str:
+    """Composed Unicode: the lexical index splits words at a combining mark,
+    so a decomposed "Cafe\u0301" would not match "Café" (ADK's own service
+    compares in NFC too)."""
+    return unicodedata.normalize("NFC", text)
 
 
 def _iso(timestamp: Optional[float]) -> Optional[str]:
