@@ -4,6 +4,8 @@
   ``BaseStore`` (``pip install 'agentsensus[langgraph]'``);
 - :mod:`agentsensus.integrations.autogen`: ``ConsensusMemory``, an
   ``autogen_core`` ``Memory`` (``pip install 'agentsensus[autogen]'``);
+- :mod:`agentsensus.integrations.adk`: ``ConsensusMemoryService``, a Google
+  ADK ``BaseMemoryService`` (``pip install 'agentsensus[adk]'``);
 - :mod:`agentsensus.integrations.mcp_server`: ``agentsensus mcp PATH``, the
   store as a Model Context Protocol server (``pip install 'agentsensus[mcp]'``);
 - :mod:`agentsensus.integrations.mem0`: ``Memory`` and ``AsyncMemory``, mem0
