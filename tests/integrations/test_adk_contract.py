@@ -369,6 +369,34 @@ def test_retrieved_memories_do_not_mutate_storage_or_session_history(make: Make,
     assert s.events[0].content.parts[0].text == "I drink rooibos tea."
 
 
+# Not in ADK's module as fetched: ADK 2.13's InMemoryMemoryService.delete_memory
+# behaviour (a deleted event stays deleted when its session is added again),
+# checked on both services the same way.
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["session", "events"])
+@pytest.mark.parametrize("make", _services("test_delete_memory_stays_deleted_on_a_readd"), indirect=True)
+def test_delete_memory_stays_deleted_on_a_readd(make: Make, whole: bool) -> None:
+    svc = make()
+    _ingest(svc, FIRST, whole)
+    dawn = search(svc, "dawn")
+    assert texts(dawn) == ["The harbour ferry leaves at dawn."]
+    asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id=dawn.memories[0].id))
+    assert search(svc, "dawn").memories == []
+    _ingest(svc, FIRST, whole)
+    assert search(svc, "dawn").memories == []
+    assert texts(search(svc, "island")) == ["Yes, the harbour ferry to the island is early!"]
+
+
+@pytest.mark.parametrize("make", _services("test_delete_memory_of_an_unknown_id_does_nothing"), indirect=True)
+def test_delete_memory_of_an_unknown_id_does_nothing(make: Make) -> None:
+    svc = make()
+    asyncio.run(svc.add_session_to_memory(FIRST))
+    for unknown in (None, "", "no-such-memory", "999999"):
+        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id=unknown))
+    assert len(search(svc, "harbour ferry").memories) == 2
+
+
 def test_not_applicable_names_cases_of_this_module_and_the_readme() -> None:
     """Every left-out case is a case here, with its parameter, and
     tests/integrations/README.md names it."""
