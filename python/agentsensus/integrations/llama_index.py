@@ -36,9 +36,10 @@ Embed = Callable[[list[str]], Any]
 # <memory><name> ... </name></memory> template).
 _HEADER = "Relevant memory (most relevant first):"
 
-# LlamaIndex passes a token count to truncate by, as a hint; the block has no
-# tokenizer of its own and counts about four characters a token.
-_CHARS_PER_TOKEN = 4
+# Memory asks a block to shrink by a number of its tokenizer's tokens; the
+# block drops that many words. A tokenizer makes at least one token of each
+# word (tiktoken's encodings split at spaces), so that frees enough tokens,
+# and Memory does not then drop the whole block.
 
 
 class ConsensusMemoryBlock(BaseMemoryBlock[str]):
@@ -134,6 +135,11 @@ class ConsensusMemoryBlock(BaseMemoryBlock[str]):
         """The store this block deposits into and recalls from."""
         return self._store
 
+    @property
+    def embed(self) -> Embed:
+        """The embedder of deposits and queries: ``embed``, else the store's, else ``embedders.hash``."""
+        return self._embed
+
     # -- BaseMemoryBlock ----------------------------------------------------------
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
@@ -162,12 +168,12 @@ class ConsensusMemoryBlock(BaseMemoryBlock[str]):
         return "\n".join([_HEADER, *(f"- {r.text}" for r in found)])
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> Optional[str]:
-        """``content`` without its last (least relevant) lines, about
-        ``tokens_to_truncate`` tokens shorter; ``None`` when no record is left."""
+        """``content`` without its last (least relevant) lines, at least
+        ``tokens_to_truncate`` words shorter; ``None`` when no record is left."""
         lines = content.split("\n")
-        budget = max(0, len(content) - tokens_to_truncate * _CHARS_PER_TOKEN)
-        while len(lines) > 1 and len("\n".join(lines)) > budget:
-            lines.pop()
+        dropped = 0
+        while len(lines) > 1 and dropped < tokens_to_truncate:
+            dropped += len(lines.pop().split())
         return "\n".join(lines) if len(lines) > 1 else None
 
     # -- lifecycle ------------------------------------------------------------------

@@ -1,0 +1,288 @@
+"""``ConsensusMemoryBlock`` inside the real llama-index-core ``Memory``:
+messages go in with ``Memory.aput``/``put``, the memory flushes them into
+the block when its queue passes the token limit, and ``Memory.get``/``aget``
+shows what the block recalls. No test reaches the network: the guard below
+refuses every connection that is not to this machine."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+from typing import Any, Iterator, Optional
+
+import llama_index.core
+import pytest
+from agentsensus import Store, embedders
+from agentsensus.integrations import open_stores
+from agentsensus.integrations.llama_index import ConsensusMemoryBlock
+from agentsensus.judges import JudgeRequest
+from llama_index.core.llms import ChatMessage
+from llama_index.core.memory import Memory
+from llama_index.core.storage.chat_store.sql import MessageStatus
+
+LAUNCH = "The launch moved to Friday."
+
+
+def words(text: str) -> list[str]:
+    """A tokenizer that counts words, so the tests can say when a flush happens."""
+    return text.split()
+
+
+def memory(block: ConsensusMemoryBlock, session: str, **options: Any) -> Memory:
+    """A Memory whose chat history holds about 20 words: a few more flush the oldest."""
+    settings: dict[str, Any] = {"token_limit": 40, "token_flush_size": 10, "chat_history_token_ratio": 0.5}
+    settings.update(options)
+    return Memory.from_defaults(session_id=session, memory_blocks=[block], tokenizer_fn=words, **settings)
+
+
+async def talk(m: Memory, *turns: str) -> None:
+    """Puts ``turns`` as alternating user and assistant messages."""
+    for n, text in enumerate(turns):
+        await m.aput(ChatMessage(role="user" if n % 2 == 0 else "assistant", content=text))
+
+
+def filler(who: str) -> tuple[str, ...]:
+    """Three more turns of ``who``'s own, enough to flush what came before them."""
+    return (
+        f"Please keep this in mind for the next planning meeting, {who}",
+        f"Sure, {who}, I will keep it in mind for the meeting of the team",
+        f"Thanks, that is all for now, {who}, talk to you again tomorrow",
+    )
+
+
+def memory_text(messages: list[ChatMessage]) -> str:
+    """The text of the system message Memory builds from its blocks ('' when none)."""
+    system = [m for m in messages if m.role.value == "system"]
+    assert len(system) <= 1
+    return "" if not system else "\n".join(b.text for b in system[0].blocks if hasattr(b, "text"))
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Refuses connections to anything but this machine (an AF_UNIX socket
+    or the loopback), and makes LlamaIndex load its default tokenizer anew
+    under that guard."""
+    real = socket.socket.connect
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        if self.family == socket.AF_UNIX or (isinstance(address, tuple) and address[0] in ("127.0.0.1", "::1")):
+            return real(self, address)
+        raise OSError(f"test tried to reach {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(llama_index.core, "global_tokenizer", None)
+    yield
+
+
+@pytest.fixture
+def store(tmp_path: Any) -> Iterator[Store]:
+    with Store(os.fspath(tmp_path / "s"), dim=384, embed=embedders.hash) as s:
+        yield s
+
+
+def test_flushed_messages_come_back_through_memory_get(store: Store) -> None:
+    block = ConsensusMemoryBlock(store, "alice")
+    m = memory(block, "alice-1")
+
+    asyncio.run(talk(m, LAUNCH, "Noted, Friday it is.", *filler("Alice")))
+
+    archived = asyncio.run(m.aget_all(status=MessageStatus.ARCHIVED))
+    assert LAUNCH in [a.content for a in archived]  # the memory flushed it out of its chat history...
+    assert store.stats().records >= 2
+    got = m.get(input="When is the launch?")
+    assert LAUNCH not in [x.content for x in got if x.role.value != "system"]
+    text = memory_text(got)  # ...and the block brings it back, inside Memory's own template
+    assert "<consensus_memory>" in text and f"- {LAUNCH}" in text
+    assert text.index(LAUNCH) < text.index("Noted, Friday it is.")  # the closer one first
+
+
+def test_two_agents_flushing_one_event_share_one_record(store: Store) -> None:
+    alice = memory(ConsensusMemoryBlock(store, "alice"), "a")
+    bob = memory(ConsensusMemoryBlock(store, "bob"), "b")
+
+    async def run() -> None:
+        await talk(alice, LAUNCH, "Noted, Friday it is.", *filler("Alice"))
+        # Bob hears the same event in other spacing and case: the judge (exact,
+        # on normalized text) makes it the same record.
+        await talk(bob, "the launch  moved to FRIDAY.", "Got it, I will tell the designers.", *filler("Bob"))
+
+    asyncio.run(run())
+    shared = [r for r in store.records() if len(r.owners) == 2]
+    assert [(r.text, sorted(r.owners)) for r in shared] == [(LAUNCH, ["alice", "bob"])]
+    assert store.stats().shared == 1
+    for m in (alice, bob):
+        assert f"- {LAUNCH}" in memory_text(m.get(input="When is the launch?"))
+
+
+def test_a_judge_merges_two_agents_wordings(store: Store) -> None:
+    """The store's judge decides what is one fact: this deterministic one
+    merges any two statements naming the launch and Friday."""
+
+    def launch_judge(requests: list[JudgeRequest]) -> list[Optional[int]]:
+        def key(text: str) -> bool:
+            return "launch" in text.lower() and "friday" in text.lower()
+
+        return [next((c.id for c in r.candidates if key(r.statement) and key(c.text)), None) for r in requests]
+
+    alice = memory(ConsensusMemoryBlock(store, "alice"), "a")
+    bob = memory(ConsensusMemoryBlock(store, "bob"), "b")
+    store.judge, store.min_similarity = launch_judge, 0.1
+    asyncio.run(talk(alice, LAUNCH, "Noted.", *filler("Alice")))
+    asyncio.run(talk(bob, "Launch is now on Friday, the lead says.", "Noted.", *filler("Bob")))
+    (record,) = [r for r in store.records() if "launch" in r.text.lower()]
+    assert record.owners == frozenset({"alice", "bob"})
+
+
+def test_an_agent_never_recalls_what_only_another_owns(store: Store) -> None:
+    secret = "The vault code is 4512 and only alice knows it"
+    alice = memory(ConsensusMemoryBlock(store, "alice"), "a")
+    bob_block = ConsensusMemoryBlock(store, "bob")
+    bob = memory(bob_block, "b")
+    asyncio.run(talk(alice, secret, "I will not tell anyone the code.", *filler("Alice")))
+    asyncio.run(talk(bob, "The cafeteria closes at three on Fridays.", "Good to know.", *filler("Bob")))
+    assert any(secret == r.text for r in store.records())
+
+    assert secret in memory_text(alice.get(input=secret))
+    seen = memory_text(bob.get(input=secret))
+    assert "vault" not in seen and "cafeteria" in seen  # bob recalls, but only his own
+    query = [ChatMessage(role="user", content="What is the vault code?")]
+    assert "vault" not in asyncio.run(bob_block.aget(query))
+    assert all("vault" not in r.text for r in store.recall("bob", "the vault code", k=50))
+
+
+def test_one_flush_is_one_deposit_of_linked_statements(store: Store) -> None:
+    block = ConsensusMemoryBlock(store, "alice")
+    flushed = [
+        ChatMessage(role="system", content="You are a planner."),
+        ChatMessage(role="user", content=LAUNCH),
+        ChatMessage(role="assistant", content="Noted, Friday it is."),
+        ChatMessage(role="user", content=LAUNCH),
+        ChatMessage(role="tool", content="calendar: Friday 10:00 launch review"),
+    ]
+    asyncio.run(block.aput(flushed, from_short_term_memory=True, session_id="s1"))
+    records = {r.text: r.id for r in store.records()}
+    assert sorted(records) == sorted([LAUNCH, "Noted, Friday it is.", "calendar: Friday 10:00 launch review"])
+    stats = store.stats()
+    assert (stats.deposits, stats.merges) == (1, 0)  # the repeat counted once, the system message not at all
+    assert set(store.neighbors(records[LAUNCH])) == {i for t, i in records.items() if t != LAUNCH}
+
+
+def test_a_block_that_refuses_short_term_memory_gets_no_flush(store: Store) -> None:
+    m = memory(ConsensusMemoryBlock(store, "alice", accept_short_term_memory=False), "a")
+    asyncio.run(talk(m, LAUNCH, "Noted.", *filler("Alice")))
+    assert asyncio.run(m.aget_all(status=MessageStatus.ARCHIVED))  # it flushed...
+    assert store.stats().records == 0  # ...and the block took none of it
+
+
+def test_k_threshold_and_expand_shape_the_recall(store: Store) -> None:
+    facts = ["The launch moved to Friday", "The launch venue is the old theatre", "Cats sleep most of the day"]
+    asyncio.run(ConsensusMemoryBlock(store, "alice").aput([ChatMessage(role="user", content=f) for f in facts]))
+    question = "Did the launch move to Friday?"
+    query = [ChatMessage(role="user", content=question)]
+
+    def lines(**options: Any) -> list[str]:
+        text = asyncio.run(ConsensusMemoryBlock(store, "alice", **options).aget(query))
+        return [x[2:] for x in text.split("\n")[1:]]
+
+    ranked = store.recall("alice", question, k=3, expand=False)
+    assert [r.text for r in ranked][0] == facts[0] and ranked[1].score > ranked[2].score
+    assert len(lines()) == 3 and lines(k=1)[0] == facts[0]  # a hit, then what its deposit linked it to
+    assert lines(k=1, expand=False) == [facts[0]]
+    assert lines(threshold=ranked[1].score, expand=False) == [r.text for r in ranked[:2]]
+    assert lines(threshold=1.01) == []
+
+
+def test_truncation_drops_the_least_relevant_lines_first(store: Store) -> None:
+    block = ConsensusMemoryBlock(store, "alice", priority=1, expand=False)
+    facts = [f"Fact number {n} about the launch plan, with some more words" for n in range(8)]
+    asyncio.run(block.aput([ChatMessage(role="user", content=f) for f in facts]))
+    full = asyncio.run(block.aget([ChatMessage(role="user", content="the launch plan")]))
+    assert len(full.split("\n")) == 1 + 5
+
+    cut = asyncio.run(block.atruncate(full, 20))
+    assert cut is not None and full.startswith(cut) and 1 < len(cut.split("\n")) < 6
+    assert asyncio.run(block.atruncate(full, 10_000)) is None
+
+    # Through Memory: a limit the full block overflows keeps the best lines,
+    # whether Memory counts words or tiktoken's tokens (its default).
+    for tokenizer in (words, None):
+        m = Memory.from_defaults(memory_blocks=[block], tokenizer_fn=tokenizer, token_limit=40, token_flush_size=10)
+        asyncio.run(m.aput(ChatMessage(role="user", content="the launch plan")))
+        text = memory_text(m.get())
+        kept = [x for x in text.split("\n") if x.startswith("- ")]
+        assert 0 < len(kept) < 5 and full.split("\n")[1] in text, tokenizer
+
+
+def test_a_path_opens_one_store_per_process(tmp_path: Any) -> None:
+    path = os.fspath(tmp_path / "s")
+    a, b = ConsensusMemoryBlock(path, "alice"), ConsensusMemoryBlock(path, "bob")
+    assert a.store is b.store and a.embed is embedders.hash
+    asyncio.run(a.aput([ChatMessage(role="user", content=LAUNCH)]))
+    asyncio.run(b.aput([ChatMessage(role="user", content=LAUNCH)]))
+    assert [sorted(r.owners) for r in a.store.records()] == [["alice", "bob"]]
+    a.close()
+    a.close()
+    assert not b.store.closed
+    b.close()
+    assert b.store.closed and open_stores.key_of(path) not in open_stores._opened
+
+
+def test_a_lent_store_stays_open_after_close(store: Store) -> None:
+    block = ConsensusMemoryBlock(store, "alice")
+    asyncio.run(block.aput([ChatMessage(role="user", content=LAUNCH)]))
+    block.close()
+    assert not store.closed and store.stats().records == 1
+
+
+@pytest.mark.parametrize(
+    "args, options, error, message",
+    [
+        (("alice",), {"owner": ""}, ValueError, "owner must be a non-empty str"),
+        (("alice",), {"k": 0}, ValueError, "k must be an int >= 1"),
+        (("alice",), {"k": True}, ValueError, "k must be an int >= 1"),
+        (("alice",), {"threshold": "high"}, ValueError, "threshold must be a number or None"),
+        (("alice",), {"threshold": float("nan")}, ValueError, "threshold must be a number or None"),
+        (("alice",), {"embed": "hash"}, TypeError, "embed must be a callable"),
+        (("alice",), {"dim": 384}, TypeError, "store_options apply only when store is a path"),
+    ],
+)
+def test_bad_arguments_raise_one_line_errors(
+    store: Store, args: tuple[str, ...], options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    owner = options.pop("owner", args[0])
+    with pytest.raises(error, match=message):
+        ConsensusMemoryBlock(store, owner, **options)
+    assert store.stats().records == 0
+
+
+def test_a_bad_store_is_refused_and_nothing_is_written(tmp_path: Any) -> None:
+    with pytest.raises(TypeError, match="store must be a Store or a path, got int"):
+        ConsensusMemoryBlock(3, "alice")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="k must be an int"):
+        ConsensusMemoryBlock(os.fspath(tmp_path / "never"), "alice", k=0)
+    assert not (tmp_path / "never").exists()
+
+
+def test_the_default_tokenizer_loads_without_the_network(store: Store) -> None:
+    """LlamaIndex's default tokenizer is tiktoken's, whose encodings
+    llama-index-core ships: a Memory made without ``tokenizer_fn`` loads it
+    (anew, under the guard) and flushes by it."""
+    m = Memory.from_defaults(
+        memory_blocks=[ConsensusMemoryBlock(store, "alice")],
+        token_limit=40,
+        token_flush_size=10,
+        chat_history_token_ratio=0.5,
+    )
+    assert llama_index.core.global_tokenizer is not None
+    asyncio.run(talk(m, LAUNCH, "Noted.", *filler("Alice")))
+    assert f"- {LAUNCH}" in memory_text(m.get(input="When is the launch?"))
+
+
+def test_importing_agentsensus_does_not_import_llama_index() -> None:
+    code = "import sys, agentsensus, agentsensus.integrations; print('llama_index' in sys.modules)"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "False"
