@@ -286,3 +286,130 @@ def test_importing_agentsensus_does_not_import_llama_index() -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "False"
+
+
+# -- LlamaIndex's own memory-block tests, with this block in them ---------------------------
+#
+# llama-index-core's sdist ships no tests, so its suite cannot be fetched from
+# PyPI and run unchanged as LangGraph's and autogen's are (upstream.py). These
+# re-state, with ConsensusMemoryBlock constructed where the upstream test
+# constructs its own block, the tests of llama-index-core's
+# tests/memory/test_memory_blocks_base.py and tests/memory/blocks/test_vector.py
+# that are about a block; tests/integrations/README.md lists them and the ones
+# left out.
+
+
+def upstream_memory(*blocks: Any, **options: Any) -> Memory:
+    """The Memory of the upstream fixture ``memory_with_blocks``."""
+    settings: dict[str, Any] = {"token_limit": 1000, "token_flush_size": 700, "chat_history_token_ratio": 0.9}
+    settings.update(options)
+    return Memory(session_id="test_blocks", memory_blocks=list(blocks), tokenizer_fn=words, **settings)
+
+
+def paris(store: Store, **options: Any) -> ConsensusMemoryBlock:
+    """A block holding upstream's history of capitals."""
+    block = ConsensusMemoryBlock(store, "alice", **options)
+    history = [
+        ("user", "What's the capital of France?"),
+        ("assistant", "The capital of France is Paris."),
+        ("user", "What about Germany?"),
+        ("assistant", "The capital of Germany is Berlin."),
+    ]
+    asyncio.run(block.aput([ChatMessage(role=r, content=t) for r, t in history]))
+    return block
+
+
+def test_upstream_text_memory_block(store: Store) -> None:
+    """test_memory_blocks_base.py::test_text_memory_block: a block's text
+    becomes one TextBlock under the block's name."""
+    m = upstream_memory(paris(store, name="text_block", priority=1))
+    question = [ChatMessage(role="user", content="Tell me about Paris.")]
+    content = asyncio.run(m._get_memory_blocks_content(question))
+    assert list(content) == ["text_block"] and "The capital of France is Paris." in content["text_block"]
+    formatted, chat = asyncio.run(m._format_memory_blocks({"text_block": content["text_block"]}))
+    assert chat == [] and len(formatted) == 1
+    name, blocks = formatted[0]
+    assert name == "text_block" and [b.text for b in blocks] == [content["text_block"]]  # type: ignore[union-attr]
+
+
+def test_upstream_memory_with_all_block_types(store: Store) -> None:
+    """test_memory_blocks_base.py::test_memory_with_all_block_types: beside
+    other blocks, Memory.aget puts every block's content in one system message."""
+    from llama_index.core.memory.memory_blocks.static import StaticMemoryBlock
+
+    m = upstream_memory(StaticMemoryBlock(name="static", static_content="Static text", priority=1), paris(store))
+    text = memory_text(asyncio.run(m.aget(input="Tell me about Paris.")))
+    assert "Static text" in text and "The capital of France is Paris." in text
+
+
+def test_upstream_parameterized_memory_block(store: Store) -> None:
+    """test_memory_blocks_base.py::test_parameterized_memory_block: keywords
+    given to Memory.get reach the blocks; this one takes and ignores them."""
+    m = upstream_memory(paris(store))
+    content = asyncio.run(m._get_memory_blocks_content([], input="Tell me about Paris.", test_parameter="custom"))
+    assert "The capital of France is Paris." in content["consensus_memory"]
+
+
+def test_upstream_insert_method_setting(store: Store) -> None:
+    """test_memory_blocks_base.py::test_insert_method_setting: USER puts the
+    blocks into the latest user message, SYSTEM into a system message."""
+    from llama_index.core.memory.memory import InsertMethod
+
+    block = paris(store)
+    m = upstream_memory(block, insert_method=InsertMethod.USER)
+    asyncio.run(m.aput(ChatMessage(role="user", content="Tell me about Paris.")))
+    got = asyncio.run(m.aget())
+    assert [x.role.value for x in got] == ["user"]
+    assert "The capital of France is Paris." in "".join(b.text for b in got[0].blocks if hasattr(b, "text"))
+
+    m = upstream_memory(block, insert_method=InsertMethod.SYSTEM)
+    got = asyncio.run(m.aget(input="Tell me about Paris."))
+    assert [x.role.value for x in got] == ["system"] and "The capital of France is Paris." in memory_text(got)
+
+
+def test_upstream_memory_truncation_preserves_priority_zero(store: Store) -> None:
+    """test_memory_blocks_base.py::test_memory_truncation_preserves_priority_zero:
+    a block of priority 0 is never shortened."""
+    from llama_index.core.memory.memory_blocks.static import StaticMemoryBlock
+
+    low = StaticMemoryBlock(name="lower_priority", static_content="Disposable memory. " * 5, priority=1)
+    m = upstream_memory(
+        paris(store, priority=0), low, token_limit=30, token_flush_size=10, chat_history_token_ratio=0.5
+    )
+    text = memory_text(asyncio.run(m.aget(input="Tell me about Paris.")))
+    full = asyncio.run(m.memory_blocks[0].aget([ChatMessage(role="user", content="Tell me about Paris.")]))
+    assert full in text and "Disposable memory" not in text
+
+
+def test_upstream_vector_memory_block_put(store: Store) -> None:
+    """blocks/test_vector.py::test_vector_memory_block_put: one put of a user
+    and an assistant message is one write holding both."""
+    block = ConsensusMemoryBlock(store, "alice")
+    hello = [
+        ChatMessage(role="user", content="Hello, how are you?"),
+        ChatMessage(role="assistant", content="I'm doing well, thank you for asking!"),
+    ]
+    asyncio.run(block.aput(messages=hello))
+    assert store.stats().deposits == 1
+    assert sorted(r.text for r in store.records()) == sorted(m.content for m in hello if m.content)
+
+
+def test_upstream_vector_memory_block_get(store: Store) -> None:
+    """blocks/test_vector.py::test_vector_memory_block_get."""
+    result = asyncio.run(paris(store).aget(messages=[ChatMessage(role="user", content="Tell me about Paris.")]))
+    assert result != "" and "capital of France is Paris" in result
+
+
+def test_upstream_empty_messages(store: Store) -> None:
+    """blocks/test_vector.py::test_empty_messages."""
+    block = ConsensusMemoryBlock(store, "alice")
+    assert asyncio.run(block.aget(messages=[])) == ""
+    asyncio.run(block.aput(messages=[]))
+    assert store.stats().records == 0
+
+
+def test_upstream_message_without_text(store: Store) -> None:
+    """blocks/test_vector.py::test_message_without_text."""
+    block = ConsensusMemoryBlock(store, "alice")
+    asyncio.run(block.aput(messages=[ChatMessage(role="user", content=None, blocks=[])]))
+    assert store.stats().records == 0
