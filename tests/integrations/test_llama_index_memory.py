@@ -240,7 +240,9 @@ def test_a_lent_store_stays_open_after_close(store: Store) -> None:
 @pytest.mark.parametrize(
     "args, options, error, message",
     [
-        (("alice",), {"owner": ""}, ValueError, "owner must be a non-empty str"),
+        (("alice",), {"owner": ""}, ValueError, "owner must be a non-empty name"),
+        (("alice",), {"owner": 7}, TypeError, "owner must be a str, got int"),
+        (("alice",), {"owner": "al\u200bice"}, ValueError, "owner has a format character"),
         (("alice",), {"k": 0}, ValueError, "k must be an int >= 1"),
         (("alice",), {"k": True}, ValueError, "k must be an int >= 1"),
         (("alice",), {"threshold": "high"}, ValueError, "threshold must be a number or None"),

@@ -26,6 +26,7 @@ from pydantic import PrivateAttr
 from .. import embedders
 from ..records import Memory as Record
 from ..store import Store
+from ..validation import check_owner
 from . import open_stores
 
 __all__ = ["ConsensusMemoryBlock"]
@@ -96,8 +97,8 @@ class ConsensusMemoryBlock(BaseMemoryBlock[str]):
         accept_short_term_memory: bool = True,
         **store_options: Any,
     ) -> None:
-        if not isinstance(owner, str) or not owner.strip():
-            raise ValueError(f"owner must be a non-empty str, got {owner!r}")
+        # The store's own rule for names, now rather than at the first flush.
+        owner = check_owner(owner)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
         if threshold is not None and (
