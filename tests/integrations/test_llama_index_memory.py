@@ -216,6 +216,17 @@ def test_truncation_drops_the_least_relevant_lines_first(store: Store) -> None:
         assert 0 < len(kept) < 5 and full.split("\n")[1] in text, tokenizer
 
 
+def test_a_record_of_several_lines_is_one_line_of_the_block(store: Store) -> None:
+    block = ConsensusMemoryBlock(store, "alice", priority=1, expand=False)
+    plan = "The plan:\n1. launch on Friday\n2. review on Monday"
+    asyncio.run(block.aput([ChatMessage(role="assistant", content=plan), ChatMessage(role="user", content="ok")]))
+    assert [r.text for r in store.records()][0] == plan  # stored as said
+    text = asyncio.run(block.aget([ChatMessage(role="user", content="the plan for the launch")]))
+    assert "- The plan: 1. launch on Friday 2. review on Monday" in text.split("\n")
+    shorter = asyncio.run(block.atruncate(text, 1))
+    assert shorter == text.split("\n")[0] + "\n- The plan: 1. launch on Friday 2. review on Monday"
+
+
 def test_a_path_opens_one_store_per_process(tmp_path: Any) -> None:
     path = os.fspath(tmp_path / "s")
     a, b = ConsensusMemoryBlock(path, "alice"), ConsensusMemoryBlock(path, "bob")

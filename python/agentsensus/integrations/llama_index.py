@@ -63,8 +63,9 @@ class ConsensusMemoryBlock(BaseMemoryBlock[str]):
     (the chat history plus ``Memory.get``'s ``input``): the ``k`` nearest
     records ``owner`` owns, none scoring below ``threshold``, and with
     ``expand`` the records one affiliation edge from them that ``owner``
-    also owns. It returns them as one line each under a header, or ``""``
-    (nothing to insert) when there is no user text or nothing is recalled.
+    also owns. It returns them one line each (a record's whitespace
+    collapsed) under a header, or ``""`` (nothing to insert) when there is
+    no user text or nothing is recalled.
     Recall is not filtered by session: the block is the agent's memory
     across sessions. When ``Memory`` must shorten its blocks (``priority``
     above 0), the least relevant lines go first.
@@ -166,7 +167,8 @@ class ConsensusMemoryBlock(BaseMemoryBlock[str]):
         found = await asyncio.to_thread(run)
         if not found:
             return ""
-        return "\n".join([_HEADER, *(f"- {r.text}" for r in found)])
+        # One line a record (its whitespace collapsed), so truncation drops whole records.
+        return "\n".join([_HEADER, *(f"- {' '.join(r.text.split())}" for r in found)])
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> Optional[str]:
         """``content`` without its last (least relevant) lines, at least
