@@ -10,7 +10,9 @@
   store as a Model Context Protocol server (``pip install 'agentsensus[mcp]'``);
 - :mod:`agentsensus.integrations.mem0`: ``Memory`` and ``AsyncMemory``, mem0
   2.x's API (no extra: it needs no mem0), with its ids
-  (:mod:`.mem0_ids`) and filter language (:mod:`.mem0_filters`).
+  (:mod:`.mem0_ids`) and filter language (:mod:`.mem0_filters`);
+- :mod:`agentsensus.integrations.llama_index`: ``ConsensusMemoryBlock``, a
+  memory block for LlamaIndex's ``Memory`` (``pip install 'agentsensus[llama-index]'``).
 
 Beside them: :mod:`.judge_spec` (judges named by a spec string, for saved
 configs) and :mod:`.open_stores` (one open ``Store`` per path, shared by the
