@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from agentsensus import Store
-from agentsensus.normalize import normalize_text
+from agentsensus._store.normalize import normalize_text
 from agentsensus.sim.accounts import account
 from agentsensus.sim.plays import load_play
 from agentsensus.sim.variation import Variation

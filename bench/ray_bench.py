@@ -111,7 +111,7 @@ OWNERS = {"alice": ["req", "scope"], "bob": ["budget"], "carol": ["site"], "dave
 
 def bench_check(args: argparse.Namespace) -> None:
     from agentsensus import Store
-    from agentsensus.heads_transport import HeadsClient, HeadsServer
+    from agentsensus.planfence.transport import HeadsClient, HeadsServer
     from agentsensus.ray import RayHeadsClient, RemoteStore, StoreActor, local_cluster, owner_actor_name
 
     n = args.repeat

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 from agentsensus import Store
-from agentsensus.normalize import text_digest
+from agentsensus._store.normalize import text_digest
 from datasets import BLOCK, CORPUS_CHUNK, DATA, DIM, corpus_chunk, corpus_owners, corpus_tag, corpus_text, progress
 
 CHUNK = CORPUS_CHUNK  # records per write transaction (a multiple of BLOCK: no deposit straddles two)

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 import numpy as np
 import pytest
 from agentsensus import ContentionError, JudgeRequest, Store
-from agentsensus.normalize import text_digest
+from agentsensus._store.normalize import text_digest
 from agentsensus.store import _MAX_ATTEMPTS
 from helpers import DIM
 

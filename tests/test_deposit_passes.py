@@ -17,7 +17,8 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
-from agentsensus import JudgeRequest, Store, deposit_passes
+from agentsensus import JudgeRequest, Store
+from agentsensus._deposit import passes as deposit_passes
 from helpers import DIM, near, unit
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -151,7 +152,7 @@ def check_passes_equal_item_by_item(tmp_path_factory, before, batch, policy, see
         calls[mode] = judge.calls
     assert ends["passes"] == ends["per_item"]
     assert ends["async"] == ends["per_item"]
-    # Never more judge calls than item by item (deposit_passes.py, the invariant).
+    # Never more judge calls than item by item (_deposit/passes.py, the invariant).
     assert len(calls["passes"]) <= len(calls["per_item"])
     # Each request the plan rests on was asked, verbatim, in some pass.
     asked = {repr(full_view(r)) for c in calls["passes"] for r in c}

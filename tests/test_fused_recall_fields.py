@@ -61,7 +61,7 @@ def test_fused_recall_carries_every_field_of_vector_recall(tmp_path):
 
 
 def test_a_record_rewritten_between_ranking_and_fields_is_ranked_again(tmp_path):
-    from agentsensus.lexical_recall import fused_recall
+    from agentsensus._store.lexical_recall import fused_recall
 
     with Store(str(tmp_path / "s"), embed=embed, judge=RecordingJudge()) as s:
         for t in TEXTS:

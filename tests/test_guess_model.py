@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from agentsensus.deposit_passes import GuessModel
+from agentsensus._deposit.passes import GuessModel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

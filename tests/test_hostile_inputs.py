@@ -12,9 +12,9 @@ from typing import Any, Callable
 
 import pytest
 from agentsensus import Store
-from agentsensus.export import export_jsonl
-from agentsensus.importer import import_jsonl
-from agentsensus.validation import MAX_NESTING
+from agentsensus._store.validation import MAX_NESTING
+from agentsensus.io.export import export_jsonl
+from agentsensus.io.importer import import_jsonl
 from helpers import DIM, snapshot, unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

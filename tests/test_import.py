@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from agentsensus import Store, judges
 from agentsensus.embedders import hash as embed
-from agentsensus.export import export_jsonl
-from agentsensus.importer import import_jsonl
+from agentsensus.io.export import export_jsonl
+from agentsensus.io.importer import import_jsonl
 from helpers import DIM, unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -12,9 +12,9 @@ from typing import Optional
 
 import numpy as np
 from agentsensus import Store
-from agentsensus.compact import compact
-from agentsensus.export import export_jsonl
-from agentsensus.importer import import_jsonl
+from agentsensus.io.compact import compact
+from agentsensus.io.export import export_jsonl
+from agentsensus.io.importer import import_jsonl
 from helpers import DIM, RecordingJudge, unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from agentsensus import Store, _core
-from agentsensus.fence import MAX_KEY_BYTES
-from agentsensus.validation import (
+from agentsensus._store.validation import (
     MAX_OWNER_BYTES,
     MAX_OWNERS_PER_RECORD,
     MAX_STATEMENT_BYTES,
     MAX_STATEMENTS_PER_DEPOSIT,
 )
+from agentsensus.planfence.fence import MAX_KEY_BYTES
 from helpers import DIM, snapshot, unit
 
 
@@ -42,7 +42,7 @@ def test_owners_per_record(store_path, monkeypatch):
     # The engine enforces the limit inside the commit; reaching it through
     # the API would take 4096 deposits, so the Python pre-check is lowered
     # to show its message and then bypassed to show the engine's.
-    import agentsensus.deposit_plan as plan
+    import agentsensus._deposit.plan as plan
 
     with Store(store_path, dim=DIM) as s:
         rid = s.deposit("o0", ["popular fact"], unit(1)[None]).ids[0]
@@ -55,7 +55,7 @@ def test_owners_per_record(store_path, monkeypatch):
 
 
 def test_owners_per_record_in_the_engine(store_path, monkeypatch):
-    import agentsensus.deposit_plan as plan
+    import agentsensus._deposit.plan as plan
 
     monkeypatch.setattr(plan, "MAX_OWNERS_PER_RECORD", 10**9)  # the engine alone
     with Store(store_path, dim=DIM) as s:

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 from agentsensus import Store, judges
-from agentsensus.normalize import text_digest
+from agentsensus._store.normalize import text_digest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

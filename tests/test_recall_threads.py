@@ -9,7 +9,7 @@ import datetime
 import numpy as np
 import pytest
 from agentsensus import CorruptStoreError, Memory, Store, _core
-from agentsensus.record_meta import to_datetime
+from agentsensus._store.record_meta import to_datetime
 from agentsensus.records import candidate
 from helpers import DIM, in_threads, unit
 from hypothesis import given, settings

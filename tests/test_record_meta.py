@@ -13,8 +13,8 @@ import lmdb
 import numpy as np
 import pytest
 from agentsensus import Store, compact
-from agentsensus.export import export_jsonl
-from agentsensus.importer import import_jsonl
+from agentsensus.io.export import export_jsonl
+from agentsensus.io.importer import import_jsonl
 from helpers import DIM, unit
 
 

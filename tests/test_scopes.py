@@ -12,9 +12,9 @@ import lmdb
 import numpy as np
 import pytest
 from agentsensus import JudgeRequest, Stats, Store, compact
-from agentsensus.export import export_jsonl
-from agentsensus.importer import import_jsonl
-from agentsensus.normalize import text_digest
+from agentsensus._store.normalize import text_digest
+from agentsensus.io.export import export_jsonl
+from agentsensus.io.importer import import_jsonl
 from helpers import DIM, RecordingJudge, near, unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 import pytest
 from agentsensus import Store
-from agentsensus.fence import UnknownKeyError
+from agentsensus.planfence.fence import UnknownKeyError
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule

@@ -12,9 +12,9 @@ import struct
 import lmdb
 import pytest
 from agentsensus import Store
-from agentsensus.export import export_jsonl
-from agentsensus.importer import import_jsonl
-from agentsensus.normalize import text_digest
+from agentsensus._store.normalize import text_digest
+from agentsensus.io.export import export_jsonl
+from agentsensus.io.importer import import_jsonl
 from helpers import DIM, unit
 
 

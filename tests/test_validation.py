@@ -147,7 +147,7 @@ def test_text_with_one_visible_character_is_accepted(store, text):
 def test_the_engine_refuses_the_same_without_python(store, owner, statement, message):
     """A direct engine commit (past the Python checks) is refused by the
     engine's own check (cpp/visible_text.hpp), with nothing written."""
-    from agentsensus.normalize import text_digest
+    from agentsensus._store.normalize import text_digest
 
     engine = store._handles().engine
     before = snapshot(store)
@@ -161,7 +161,7 @@ def test_the_engine_and_python_share_one_table_of_invisible_characters():
     import sys
 
     from agentsensus import _core
-    from agentsensus.validation import _invisible
+    from agentsensus._store.validation import _invisible
 
     ranges = [tuple(r) for r in _core.INVISIBLE_RANGES]
     assert (0, 0x20) in ranges and any(lo <= 0x200B <= hi for lo, hi in ranges)

@@ -55,7 +55,7 @@ def guarded_act(
 class PlanfenceExecutor(Executor):
     """One store per agent under ``root``; ``planner`` keeps the plans.
     ``heads``: how owners are asked (default: their stores, in process; a
-    heads client of :mod:`agentsensus.heads_transport` for other processes).
+    heads client of :mod:`agentsensus.planfence.transport` for other processes).
     ``sync=False`` opens the stores without a flush per commit (for runs
     timed in virtual time, where durability costs nothing)."""
 

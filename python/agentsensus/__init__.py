@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from . import embedders, judges, policies
 from ._version import __version__
+from .errors import ContentionError, CorruptStoreError, Error, StoreFullError, StoreMovedError
 
 # Through the old module path: it is loaded before ``compact`` is bound to the
-# function here, so a later ``import agentsensus.compact`` cannot rebind it.
-from .compact import Compacted, compact
-from .errors import ContentionError, CorruptStoreError, Error, StoreFullError, StoreMovedError
-from .judges import JudgeRequest
+# function here, so a later ``import agentsensus.io.compact`` cannot rebind it.
+from .io.compact import Compacted, compact
 from .planfence.fence import Check, Fence, Link, Stale, StalePlanError
-from .records import Change, Deposit, Memory, Merge, Stats
+from .records import Change, Deposit, JudgeRequest, Memory, Merge, Stats
 from .store import Store
 
 __all__ = [

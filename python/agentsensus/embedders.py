@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ._store.validation import check_texts
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .llm.embedder import OpenAIEmbedder, openai
 
@@ -99,16 +101,6 @@ class HashEmbedder:
 
 #: The default embedder instance (384 dimensions).
 hash = HashEmbedder(384)
-
-
-def _texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of str, not a str")
-    out = list(texts)
-    for row, text in enumerate(out):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{row}] must be str, got {type(text).__name__}")
-    return out
 
 
 class SentenceTransformerEmbedder:
@@ -183,7 +175,7 @@ class SentenceTransformerEmbedder:
         return self._model is not None
 
     def __call__(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        batch = _texts(texts)
+        batch = check_texts(texts)
         if not batch:
             return np.zeros((0, self.dim), dtype=np.float32)
         vecs = self.model.encode(

@@ -17,29 +17,15 @@ provisional ids; answer with them like any other id.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
-from .normalize import normalize_text
-from .records import Memory
+from ._store.normalize import normalize_text
+from .records import JudgeRequest
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .llm.judge import llm
 
 __all__ = ["JudgeRequest", "Judge", "exact", "threshold", "never", "llm"]
-
-
-@dataclass(frozen=True)
-class JudgeRequest:
-    """One statement to judge: its text, who deposited it, and the candidate
-    records: ``Memory`` with ``score`` (the similarity) and ``lexical_score``
-    (BM25 over shared words) set, the vector candidates best first by
-    ``score``, then the lexical ones best first by ``lexical_score`` (their
-    ``score`` may be below ``min_similarity``)."""
-
-    statement: str
-    owner: str
-    candidates: list[Memory]
 
 
 Judge = Callable[[list[JudgeRequest]], Sequence[Optional[int]]]

@@ -6,7 +6,7 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["Memory", "Deposit", "Merge", "Stats", "Change"]
+__all__ = ["Memory", "Deposit", "Merge", "Stats", "Change", "JudgeRequest"]
 
 
 # Invariant: Memory has no __post_init__ and no derived field, so an instance
@@ -115,3 +115,16 @@ class Change:
     owner: str
     round: int
     at: Optional[datetime.datetime] = None
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One statement to judge: its text, who deposited it, and the candidate
+    records: ``Memory`` with ``score`` (the similarity) and ``lexical_score``
+    (BM25 over shared words) set, the vector candidates best first by
+    ``score``, then the lexical ones best first by ``lexical_score`` (their
+    ``score`` may be below ``min_similarity``)."""
+
+    statement: str
+    owner: str
+    candidates: list[Memory]

@@ -21,21 +21,21 @@ from typing import (
 import numpy as np
 
 from . import _core, judges
-from .batch_keys import BatchKey, batch_digest, check_batch_key, recorded_result
-from .deposit_passes import GuessModel, Passes, acall_judge, call_judge
-from .deposit_plan import BatchPlanner, Item
-from .embedder_setting import no_embed_message, persisted_embed
+from ._deposit.batch_keys import BatchKey, batch_digest, check_batch_key, recorded_result
+from ._deposit.passes import GuessModel, Passes, acall_judge, call_judge
+from ._deposit.plan import BatchPlanner, Item
+from ._store.embedder_setting import no_embed_message, persisted_embed
+from ._store.forget_plan import plan_forget
+from ._store.lexical_recall import build_lexical_index, fused_recall
+from ._store.normalize import text_digest
+from ._store.record_history import history_of
+from ._store.record_meta import decode_metadata, encode_where, metadata_per_statement, to_datetime
+from ._store.scopes import DEFAULT_SCOPE, check_scope
+from ._store.validation import check_k, check_owner, check_query, check_round, check_statements, check_vectors
 from .errors import ContentionError, CorruptStoreError, Error
-from .forget_plan import plan_forget
 from .io.leftovers import remove_abandoned_imports
-from .lexical_recall import build_lexical_index, fused_recall
-from .normalize import text_digest
 from .policies import MergePolicy, resolve
-from .record_history import history_of
-from .record_meta import decode_metadata, encode_where, metadata_per_statement, to_datetime
 from .records import Change, Deposit, Memory, Merge, Stats
-from .scopes import DEFAULT_SCOPE, check_scope
-from .validation import check_k, check_owner, check_query, check_round, check_statements, check_vectors
 
 if TYPE_CHECKING:
     from .planfence.fence import Fence
@@ -78,7 +78,7 @@ class Store:
     ``embed`` (a callable ``list[str] -> vectors``) lets deposits and
     queries be texts. A named one (a built-in embedder: ``embedders.hash``,
     ``minilm``, ...) is recorded with the store, and a later open without
-    ``embed`` uses it (:mod:`agentsensus.embedder_setting`); a store created
+    ``embed`` uses it (:mod:`agentsensus._store.embedder_setting`); a store created
     with an unnamed callable needs ``embed`` again on every open.
 
     The tuning keyword arguments: ``merge_policy`` (``"keep_names"``
@@ -96,7 +96,7 @@ class Store:
 
     ``scope`` (default ``""``, the default scope): the scope of deposits that
     name none. Records merge, and are shown to the judge, only within their
-    scope (:mod:`agentsensus.scopes`; docs/reliability.md says what that
+    scope (:mod:`agentsensus._store.scopes`; docs/reliability.md says what that
     protects against and what it does not).
 
     ``lexical_candidates`` (default 8; 0 turns them off) adds to each
@@ -309,7 +309,7 @@ class Store:
         """The deposit path as a generator: it yields each judge call's
         requests and receives the verdicts, so that the sync and async entry
         points share it. No transaction is open while it is suspended. A
-        batch is judged in passes (deposit_passes.py) unless ``per_item``."""
+        batch is judged in passes (_deposit/passes.py) unless ``per_item``."""
         engine = self._writable()
         scopes = [it.scope for it in items]  # one plan per item, in order (BatchPlanner.finish)
         for _ in range(_MAX_ATTEMPTS):
@@ -450,7 +450,7 @@ class Store:
         changed, usually one or two. ``judge_per_item=True``: one call per
         item with requests, in order. ``batch_key``: the batch is deposited
         exactly once; a later call with the same key returns the first result
-        and writes nothing (agentsensus.batch_keys). ``scope``: every item's
+        and writes nothing (agentsensus._deposit.batch_keys). ``scope``: every item's
         scope, as for ``deposit``."""
         key = None if batch_key is None else check_batch_key(batch_key)
         batch = self._batch(items, check_round(round), scope)
@@ -519,7 +519,7 @@ class Store:
         ``where`` keeps hits and expansion rows to records that pass it (on
         ``owner``'s metadata, ``round``, ``created_at``, ``updated_at``:
         equality, ``$in``, ``$gte``/``$lte``/``$gt``/``$lt``; see
-        :mod:`agentsensus.record_meta`): the engine filters inside its
+        :mod:`agentsensus._store.record_meta`): the engine filters inside its
         candidate scan, so the hits are the k best that pass. ``threshold``
         drops hits scoring below it (and what only they would expand to).
 
@@ -625,7 +625,7 @@ class Store:
         ``owner`` forgets the old record; a crash between the two leaves
         ``owner`` with both, never neither. ``KeyError`` when ``owner`` does
         not own ``id``."""
-        from .record_meta import check_metadata
+        from ._store.record_meta import check_metadata
 
         engine = self._writable()
         owner, rid = check_owner(owner, existing=True), _check_id(id)
@@ -655,7 +655,7 @@ class Store:
     def history(self, id: int) -> list[Change]:
         """Record ``id``'s changes, oldest first (see :class:`Change`): how it
         was made, each text change, each statement merged in. Read from the
-        said rows and the merge log (agentsensus.record_history); ``KeyError``
+        said rows and the merge log (agentsensus._store.record_history); ``KeyError``
         when absent."""
         return history_of(self._handles().engine, _check_id(id))
 

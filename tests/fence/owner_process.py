@@ -12,7 +12,7 @@ import os
 import sys
 
 from agentsensus import Store
-from agentsensus.heads_transport import HeadsServer
+from agentsensus.planfence.transport import HeadsServer
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from agentsensus.fence import UnknownKeyError
+from agentsensus.planfence.fence import UnknownKeyError
 
 
 @pytest.fixture

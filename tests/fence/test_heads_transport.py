@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 import pytest
 from agentsensus import StalePlanError, Store
-from agentsensus.heads_transport import HeadsClient, HeadsServer, OwnerUnavailable
+from agentsensus.planfence.transport import HeadsClient, HeadsServer, OwnerUnavailable
 from fake_owners import FakeOwner, echo_spoof
 
 HERE = os.path.dirname(__file__)
@@ -189,7 +189,7 @@ def test_a_spoof_on_a_stopped_owner_process_port_cannot_pass_a_stale_plan(tmp_pa
 def _serve(args: list[str]) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     return subprocess.Popen(
-        [sys.executable, "-m", "agentsensus.heads_transport", *args],
+        [sys.executable, "-m", "agentsensus.planfence.transport", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -13,7 +13,7 @@ import openai
 import pytest
 from agentsensus import JudgeRequest, Memory, judges
 from agentsensus.llm.client import too_large
-from agentsensus.llm_judge import LLMJudge
+from agentsensus.llm.judge import LLMJudge
 from fake_openai import FakeOpenAI
 
 

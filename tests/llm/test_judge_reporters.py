@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from agentsensus import Store, embedders, judges
-from agentsensus.llm_judge import SYSTEM_PROMPT, LLMJudge
+from agentsensus.llm.judge import SYSTEM_PROMPT, LLMJudge
 from agentsensus.sim.consensus import ConsensusBackend
 from fake_openai import FakeOpenAI
 

@@ -10,8 +10,8 @@ from typing import Any
 import openai
 import pytest
 from agentsensus import JudgeRequest, Memory, Store, embedders, judges
-from agentsensus.llm_client import LLMError
-from agentsensus.llm_judge import LLMJudge, MalformedAnswer, build_messages, parse_verdicts
+from agentsensus.llm.client import LLMError
+from agentsensus.llm.judge import LLMJudge, MalformedAnswer, build_messages, parse_verdicts
 from fake_openai import FakeOpenAI
 
 GHOST = "The ghost walks on the platform"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentsensus.llm_client import LLMClient
+from agentsensus.llm.client import LLMClient
 from agentsensus.sim.collaborative import CollaborativeBackend
 from agentsensus.sim.kernel import Kernel
 from agentsensus.sim.llm_policy import LLMPolicy, openai_complete

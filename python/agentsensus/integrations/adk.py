@@ -39,9 +39,9 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from .. import embedders
+from .._store.validation import MAX_OWNER_BYTES
 from ..records import Memory as Record
 from ..store import Store
-from ..validation import MAX_OWNER_BYTES
 from . import open_stores
 
 __all__ = ["ConsensusMemoryService", "owner_name", "scope_name", "USER_AUTHOR"]

@@ -59,7 +59,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import AEmbeddingsFunc, EmbeddingsFunc
 
 from .. import embedders
-from ..scopes import check_scope
+from .._store.scopes import check_scope
 from ..store import Store
 from . import open_stores
 from .langgraph_items import (

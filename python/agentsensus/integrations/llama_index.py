@@ -24,9 +24,9 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from pydantic import PrivateAttr
 
 from .. import embedders
+from .._store.validation import check_owner
 from ..records import Memory as Record
 from ..store import Store
-from ..validation import check_owner
 from . import open_stores
 
 __all__ = ["ConsensusMemoryBlock"]

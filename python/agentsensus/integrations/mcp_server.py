@@ -33,11 +33,11 @@ import sys
 from typing import Any, Callable, Optional, Sequence
 
 from .. import embedders
+from .._net.listen_guard import connection_cap, refuse_open_host
+from .._store.scopes import check_scope
+from .._store.validation import check_owner
 from ..errors import Error
-from ..listen_guard import connection_cap, refuse_open_host
-from ..scopes import check_scope
 from ..store import Store
-from ..validation import check_owner
 from .judge_spec import judge_from_spec
 from .mcp_tokens import ENV_VAR, Binding, TokenTable, parse_tokens, read_tokens
 

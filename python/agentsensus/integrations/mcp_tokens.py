@@ -29,9 +29,9 @@ import stat
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .._store.scopes import check_scope
+from .._store.validation import check_owner
 from ..planfence.transport_auth import MIN_TOKEN_BYTES
-from ..scopes import check_scope
-from ..validation import check_owner
 
 __all__ = ["ENV_VAR", "MIN_TOKEN_BYTES", "Binding", "TokenTable", "parse_tokens", "read_tokens"]
 

@@ -16,7 +16,7 @@ stores); ``"*"`` is mem0's "any value" (its pgvector and OpenSearch stores
 test that the field exists; its local Qdrant cannot, and drops the clause). ``gt``/``gte``/``lt``/``lte`` compare numbers,
 or ISO dates and times (``created_at`` among them) as times.
 
-The engine's ``where`` (agentsensus.record_meta) is a conjunction of
+The engine's ``where`` (agentsensus._store.record_meta) is a conjunction of
 equality, ``$in`` and ranges on one owner's metadata: the top-level clauses
 that fit it are handed to it, the rest is tested here on what it returns.
 """

@@ -1,5 +1,5 @@
 """The ``batch`` lines of an export (format 4): the batch keys of exactly-once
-``deposit_many`` calls (agentsensus.batch_keys), one line per key in key
+``deposit_many`` calls (agentsensus._deposit.batch_keys), one line per key in key
 order, each ``key``, ``digest`` (hex, 16 bytes: what the batch deposited),
 ``ids`` and ``merged`` (per deposit, per statement: the record it ended in
 and whether it merged). An import loads them after every record, so a batch

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 import numpy as np
 
 from .. import _core
+from .._store.normalize import text_digest
+from .._store.record_meta import check_metadata
+from .._store.scopes import check_scope
+from .._store.validation import INT64_MAX, MAX_NESTING, MAX_TIME_US, check_json_value, check_owner
 from ..errors import Error
-from ..normalize import text_digest
 from ..planfence.fence import value_digest
-from ..record_meta import check_metadata
-from ..scopes import check_scope
-from ..validation import INT64_MAX, MAX_NESTING, MAX_TIME_US, check_json_value, check_owner
 from .batch_keys_io import BatchKeyLoader
 from .export import FORMAT
 from .items_io import ItemLoader

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..validation import MAX_TIME_US
+from .._store.validation import MAX_TIME_US
 
 if TYPE_CHECKING:
     from ..store import Store

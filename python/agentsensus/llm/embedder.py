@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..embedders import _texts
+from .._store.validation import check_texts
 from .client import LLMClient
 
 __all__ = ["OpenAIEmbedder", "openai"]
@@ -49,7 +49,7 @@ class OpenAIEmbedder:
         return self._dim
 
     def __call__(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        batch = _texts(texts)
+        batch = check_texts(texts)
         parts = [
             self.client.embed(batch[i : i + self.batch_size], dimensions=self.dimensions)
             for i in range(0, len(batch), self.batch_size)

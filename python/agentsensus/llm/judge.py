@@ -41,8 +41,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Generator, Mapping, Optional, Sequence, Union
 
-from ..judges import JudgeRequest
-from ..records import Memory
+from ..records import JudgeRequest, Memory
 from .client import LLMClient, Reply, endpoint_error, too_large
 
 __all__ = [

@@ -17,14 +17,11 @@ import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union
 
 from .. import _core
+from .._store.validation import check_owner, check_text
 from ..errors import Error
-from ..validation import check_owner, check_text
-
-if TYPE_CHECKING:
-    from ..store import Store
 
 __all__ = ["Fence", "Link", "Stale", "Check", "StalePlanError", "UnknownKeyError", "value_digest"]
 
@@ -175,8 +172,20 @@ def _stale_reason(
     return f"owner {owner!r} did not answer: {owner_error or 'no answer'}"
 
 
+class LineageHost(Protocol):
+    """What a Fence needs of its store: its open handles (with the lineage
+    tables), whether it is read-only, and its path for messages. ``Store``
+    is one; a protocol keeps this module from importing the store."""
+
+    readonly: bool
+    path: str
+
+    def _handles(self) -> Any: ...
+
+
 class Fence:
-    """Planfence over one store's lineage (``Store.fence``).
+    """Planfence over one store's lineage: ``Fence(store)``, or the one
+    ``store.fence`` keeps.
 
     Keys have one owner, fixed by their first write, and versions that start
     at 1. ``publish`` makes a new version of a base input; ``derive`` one of
@@ -189,7 +198,7 @@ class Fence:
     head query, for transports).
     """
 
-    def __init__(self, store: "Store") -> None:
+    def __init__(self, store: LineageHost) -> None:
         self._store = store
         # .staged: ops a running replan wrote, kept until it returns;
         # .heads: the heads they make, so the replan reads its own writes.

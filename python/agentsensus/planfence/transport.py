@@ -47,12 +47,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Op
 from urllib.parse import quote, urlsplit
 
 from .. import _core
+from .._net.listen_guard import ACCEPT_BATCH, capped, connection_cap, refuse_open_host
+from .._net.listen_guard import bare as _bare
+from .._net.listen_guard import ip as _ip
+from .._net.listen_guard import is_loopback as _is_loopback
+from .._store.validation import check_owner
 from ..errors import Error
-from ..listen_guard import ACCEPT_BATCH, capped, connection_cap, refuse_open_host
-from ..listen_guard import bare as _bare
-from ..listen_guard import ip as _ip
-from ..listen_guard import is_loopback as _is_loopback
-from ..validation import check_owner
 from . import transport_auth as auth
 from .fence import check_key
 from .transport_auth import MAX_CLOCK_SKEW, MIN_TOKEN_BYTES, new_token, read_token_file
@@ -243,7 +243,7 @@ class HeadsServer:
         max_concurrent: requests read or answered at once; one more is
             refused at once with 503 ("busy") instead of queueing.
         max_connections: connections held at once, lowered to what the
-            process's descriptor limit leaves (:func:`agentsensus.listen_guard.connection_cap`);
+            process's descriptor limit leaves (:func:`agentsensus._net.listen_guard.connection_cap`);
             one more is answered 503 and closed as soon as it is accepted.
         header_timeout: seconds a connection may take to send a request's
             headers (also how long an idle keep-alive connection stays open).

@@ -30,8 +30,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..judges import JudgeRequest
-from ..records import Memory
+from ..records import JudgeRequest, Memory
 from .accounts import account
 from .sediment import SourceReplay
 from .variation import Variation

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..records import Change
 from .record_meta import to_datetime
-from .records import Change
 
 __all__ = ["history_of"]
 

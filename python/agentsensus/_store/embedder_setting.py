@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import embedders
+from .. import embedders
 
 __all__ = ["SETTING", "persisted_embed", "no_embed_message"]
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Optional, Sequence
 
-from . import _core
-from .deposit_plan import Item
-from .records import Deposit
-from .validation import check_text
+from .. import _core
+from .._store.validation import check_text
+from ..records import Deposit
+from .plan import Item
 
 __all__ = ["MAX_BATCH_KEY_BYTES", "check_batch_key", "batch_digest", "recorded_result"]
 

@@ -51,9 +51,8 @@ from typing import Any, Generator, Optional, Sequence
 
 import numpy as np
 
-from .deposit_plan import BatchPlanner, Item
-from .judges import JudgeRequest
-from .records import Memory
+from ..records import JudgeRequest, Memory
+from .plan import BatchPlanner, Item
 
 __all__ = ["JudgeCall", "GuessModel", "Passes", "call_judge", "acall_judge"]
 

@@ -26,11 +26,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .judges import JudgeRequest
-from .lexical_plan import LexicalCandidates
-from .policies import MergePolicy
-from .records import Memory, candidate
-from .validation import MAX_OWNERS_PER_RECORD, MAX_STATEMENT_BYTES
+from .._store.validation import MAX_OWNERS_PER_RECORD, MAX_STATEMENT_BYTES
+from ..policies import MergePolicy
+from ..records import JudgeRequest, Memory, candidate
+from .lexical_candidates import Cand, LexicalCandidates
 
 __all__ = ["Item", "BatchPlanner"]
 
@@ -98,7 +97,7 @@ class BatchPlanner:
         lexical_candidates: int = 0,
     ):
         self.engine = engine
-        self.lexical_k = lexical_candidates  # lexical_plan.py: BM25 candidates added to the vector ones
+        self.lexical_k = lexical_candidates  # lexical_candidates.py: BM25 candidates added to the vector ones
         self.judge_sees_owners = judge_sees_owners  # else candidates go to the judge with empty owner sets
         self.metric = metric  # kept for callers; the engine's kernels apply it
         self.k = candidates
@@ -234,7 +233,7 @@ class BatchPlanner:
             other = [j for j, s in enumerate(self.new) if s.scope != item.scope]
             if other:
                 staged_sims[:, other] = -np.inf
-        lexical = LexicalCandidates.fetch(self, item, base, staged_sims, item.scope)
+        lexical = self._lexical(item, base, staged_sims, item.scope)
         first_with_digest: dict[bytes, int] = {}
         for i, (text, digest) in enumerate(zip(item.statements, item.digests)):
             if digest in self.by_digest:
@@ -263,6 +262,71 @@ class BatchPlanner:
                 else:
                     pend.kinds.append(("new",))
         return pend, committed
+
+    def _lexical(
+        self, item: Item, base: int, staged_sims: Optional[Any], scope: str = ""
+    ) -> Optional[LexicalCandidates]:
+        """The engine's lexical top ``lexical_k`` for each statement of the
+        item (prepare's base is its first statement), as the batch so far
+        leaves the store; None when lexical candidates are off. Rows of
+        committed hits that prepare's snapshot lacked join the committed
+        records."""
+        planner = self  # the body reads as the planner's view of the batch
+        k = getattr(planner, "lexical_k", 0)
+        if k <= 0:
+            return None
+        n = len(item.statements)
+        # Only statements that will meet candidates: not exact duplicates of a record or of the batch's.
+        need = [i for i in range(n) if item.digests[i] not in planner.by_digest and not planner._exact[base + i]]
+        hits: list[list[tuple[int, float, float]]] = [[] for _ in range(n)]
+        also_of: list[dict[int, float]] = [{} for _ in range(n)]
+        if not need:
+            return LexicalCandidates(hits, also_of)
+        offsets = planner._offsets[base : base + n + 1]
+        vector: list[list[int]] = []  # the vector search's hits, for their BM25 scores
+        shown: list[list[int]] = []  # the vector candidates the judge will see: never lexical hits
+        for i in need:
+            ids: list[int] = planner._ids[offsets[i] : offsets[i + 1]].tolist()  # at most planner.k
+            staged: list[int] = []
+            if staged_sims is not None:
+                staged = np.flatnonzero(staged_sims[i] >= planner.min_similarity).tolist()
+            if not staged:
+                vector.append(ids)
+                shown.append(ids)
+                continue
+            assert staged_sims is not None
+            cands: list[Cand] = list(zip(planner._scores[offsets[i] : offsets[i + 1]].tolist(), ids))
+            cands += [(float(staged_sims[i, j]), -(j + 1)) for j in staged]
+            # as BatchPlanner.begin ranks and cuts them (union checks it)
+            cands.sort(key=lambda c: (-c[0], c[1] if c[1] > 0 else (1 << 62) - c[1]))
+            vector.append(ids + [-(j + 1) for j in staged])
+            shown.append([rid for _, rid in cands[: planner.k]])
+        committed = planner._committed
+        # (id, text, may be a hit): the batch's new records of other scopes count in the statistics only,
+        # as they would once committed
+        overlay = [(rid, s.text, True) for rid, s in planner.existing.items() if s.text != committed[rid][0]]
+        overlay += [(-(j + 1), s.text, s.scope == scope) for j, s in enumerate(planner.new)]
+        vecs = item.vectors if len(need) == n else item.vectors[need]
+        texts = item.statements if len(need) == n else [item.statements[i] for i in need]
+        if len(planner._base) == 1:
+            # A batch of one item: no later pass plans it again (Passes reuses its first plan).
+            answer = planner.engine.lexical(vecs, texts, k, overlay, vector, scope, shown)
+        else:
+            # A later pass replans an item on the same staged state: the same question, asked once per attempt.
+            cache = planner.__dict__.setdefault("_lexical_cache", {})
+            key = (base, scope, tuple(overlay), tuple(tuple(v) for v in vector), tuple(tuple(v) for v in shown))
+            if key not in cache:
+                cache[key] = planner.engine.lexical(vecs, texts, k, overlay, vector, scope, shown)
+            answer = cache[key]
+        offs, ids_, scores, sims, also, records = answer
+        for rid, row in records.items():
+            committed.setdefault(rid, row)
+        ids_, scores, sims = ids_.tolist(), scores.tolist(), sims.tolist()
+        for q, i in enumerate(need):
+            a, b = offs[q], offs[q + 1]
+            hits[i] = list(zip(ids_[a:b], scores[a:b], sims[a:b]))
+            also_of[i] = dict(zip(vector[q], also[q]))
+        return LexicalCandidates(hits, also_of, k)
 
     def finish(
         self,

@@ -4,16 +4,13 @@ it for a store made before it, and ``recall(..., lexical=True)``."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
+from ..errors import ContentionError
+from ..records import Memory
 from .embedder_setting import no_embed_message
-from .errors import ContentionError
 from .record_meta import decode_metadata, to_datetime
-from .records import Memory
 from .validation import check_query
-
-if TYPE_CHECKING:
-    from .store import Store
 
 __all__ = ["build_lexical_index", "fused_recall"]
 
@@ -22,6 +19,16 @@ _QUIET_BELOW = 20_000
 # A fused recall whose records a concurrent write changed before their
 # fields were read ranks again; this many attempts before giving up.
 _MAX_ATTEMPTS = 16
+
+
+class _Embeds(Protocol):
+    """What a fused recall reads of its store: how to embed the query.
+    A protocol, not ``Store``, so this module never imports the store."""
+
+    embed: Any
+    dim: int
+    metric: str
+    embedder_name: Optional[str]
 
 
 def build_lexical_index(engine: Any, path: str) -> None:
@@ -43,7 +50,7 @@ def build_lexical_index(engine: Any, path: str) -> None:
 
 
 def fused_recall(
-    store: "Store",
+    store: _Embeds,
     engine: Any,
     owner: str,
     query: Any,

@@ -22,8 +22,8 @@ import math
 import struct
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from . import _core
-from .errors import CorruptStoreError
+from .. import _core
+from ..errors import CorruptStoreError
 from .validation import check_json_value
 
 __all__ = [

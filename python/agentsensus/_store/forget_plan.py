@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
+from ..policies import MergePolicy
 from .normalize import text_digest
-from .policies import MergePolicy
 from .validation import MAX_STATEMENT_BYTES
 
 __all__ = ["ForgetPlan", "plan_forget"]

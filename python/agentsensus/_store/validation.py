@@ -8,15 +8,16 @@ import math
 import numbers
 import unicodedata
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from . import _core
+from .. import _core
 
 __all__ = [
     "check_text",
+    "check_texts",
     "check_visible",
     "check_owner",
     "check_statements",
@@ -249,3 +250,14 @@ def check_query(query: Any, dim: int, metric: str) -> npt.NDArray[np.float32]:
     if not 0.0 < a.dot(a) < np.inf:
         _check_finite(a, "query", metric == "cos")
     return a
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """An embedder's input: a list (not a str) of str, as a list."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str, not a str")
+    out = list(texts)
+    for row, text in enumerate(out):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{row}] must be str, got {type(text).__name__}")
+    return out

@@ -1,7 +1,0 @@
-"""Moved to :mod:`agentsensus.io.compact`; this path re-exports it."""
-
-from __future__ import annotations
-
-from .io.compact import Compacted, compact
-
-__all__ = ["compact", "Compacted"]

@@ -1,7 +1,0 @@
-"""Moved to :mod:`agentsensus.io.importer`; this path re-exports it."""
-
-from __future__ import annotations
-
-from .io.importer import Imported, import_jsonl
-
-__all__ = ["Imported", "import_jsonl"]
