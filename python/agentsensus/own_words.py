@@ -41,7 +41,7 @@ is shown, with its text, only to a sole owner; a shared one is left out of
 ``recall`` and is a ``KeyError`` for ``get(id, owner=...)``.
 
 What ``own_words`` does not hide, and the store-wide reads it does not
-cover, are in docs/reliability.md ("Scopes: who may see what").
+cover, are in docs/reliability.md ("Owners of one record: what each reads").
 """
 
 from __future__ import annotations
@@ -199,10 +199,10 @@ def own_recall(
         words = _bm25(text, {rid: said.texts for rid, (_s, _j, said) in best.items()})
         depth = max(2 * k, 20)
         by_words = sorted((rid for rid in words if words[rid] > 0), key=lambda rid: (-words[rid], rid))[:depth]
-        fused: Counter[int] = Counter()
+        fused: dict[int, float] = {}
         for ranking in (by_vector[:depth], by_words):
             for r, rid in enumerate(ranking):
-                fused[rid] += 1.0 / (_RRF + r + 1)
+                fused[rid] = fused.get(rid, 0.0) + 1.0 / (_RRF + r + 1)
         order = sorted(fused, key=lambda rid: (-fused[rid], rid))
     else:
         order = [rid for rid in by_vector if best[rid][0] >= floor]
