@@ -236,6 +236,22 @@ def test_a_record_without_statements_shows_only_to_a_sole_owner(tmp_path):
             s.get(shared, owner="bob")
 
 
+def test_an_open_store_is_not_shared_with_an_adapter_asking_another_disclosure(tmp_path):
+    from agentsensus.integrations.open_stores import acquire, release
+
+    path = str(tmp_path / "s")
+    store, _ = acquire(path, {"dim": DIM, "disclosure": "own_words"})
+    try:
+        with pytest.raises(ValueError, match="already open in this process with disclosure='own_words'"):
+            acquire(path, {"disclosure": "shared"})
+        again, _ = acquire(path, {"disclosure": "own_words"})
+        assert again is store
+        release(again)
+    finally:
+        release(store)
+    assert store.closed
+
+
 @pytest.mark.parametrize("bad", ["x", "", None, 1, "Own_Words"])
 def test_a_bad_disclosure_is_one_line_and_writes_nothing(tmp_path, bad):
     path = tmp_path / "store"

@@ -267,7 +267,10 @@ def _descriptions(who: str, *, bound: bool, own: bool = False) -> dict[str, str]
     return {
         "remember": f"Stores statements (short facts) as {who}. A statement that states a fact already stored "
         "merges into that record, which gains the owner. Returns each statement's record id and whether it merged.",
-        "recall": f"The k records {mine} nearest the query text, best first, with their owners and scores; hits "
+        "recall": f"The k records {mine} nearest the query text, best first, each as {who} said it, with its "
+        "score; hits scored below threshold are dropped (expand does nothing here)."
+        if own
+        else f"The k records {mine} nearest the query text, best first, with their owners and scores; hits "
         "scored below threshold are dropped; with expand, also the records one affiliation edge away.",
         "get": f"One record {mine}, by id: its text, owners and round."
         if bound
