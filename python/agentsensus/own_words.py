@@ -16,7 +16,7 @@ statement that ended in a record, kept with its depositor):
   statement's round;
 - ``owners`` is the owner alone;
 - ``score`` is the query's similarity to that statement's own vector (not to
-  the record's, which is the record's first depositor's), and the hits are
+  the record's, which is one depositor's: the first, until it forgets), and the hits are
   the owner's ``k`` records whose statements score highest: an exact scan
   of every record the owner owns, so its cost grows with what the owner
   holds;
@@ -33,12 +33,14 @@ statement that ended in a record, kept with its depositor):
   only the owner's metadata keys (``round``, ``created_at`` and
   ``updated_at`` are the shared record's, refused with ``ValueError``).
 
-So nothing a later depositor does to a record (its merge rewriting the
-text, its name joining the owner set, an edge its deposit adds) changes what
-an earlier owner reads. A record without statements (written by a store of
-schema 1, before the said rows) cannot be told apart into owners' words: it
-is shown, with its text, only to a sole owner; a shared one is left out of
-``recall`` and is a ``KeyError`` for ``get(id, owner=...)``.
+So nothing another owner does to a record (its merge rewriting the text,
+its name joining the owner set, an edge its deposit adds, its forget)
+changes what an owner reads. The one exception: a record without statements
+(written by a store of schema 1, before the said rows) cannot be told apart
+into owners' words, so it is shown, with its text, only to a sole owner; a
+shared one is left out of ``recall`` and is a ``KeyError`` for
+``get(id, owner=...)``, so another owner's merge into it takes it from its
+owner's reads (rather than show that owner the merged text).
 
 What ``own_words`` does not hide, and the store-wide reads it does not
 cover, are in docs/reliability.md ("Owners of one record: what each reads").
