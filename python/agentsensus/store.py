@@ -28,6 +28,7 @@ from ._store.embedder_setting import no_embed_message, persisted_embed
 from ._store.forget_plan import plan_forget
 from ._store.lexical_recall import build_lexical_index, fused_recall
 from ._store.normalize import text_digest
+from ._store.own_words import check_disclosure, own_get, own_recall
 from ._store.record_history import history_of
 from ._store.record_meta import decode_metadata, encode_where, metadata_per_statement, to_datetime
 from ._store.scopes import DEFAULT_SCOPE, check_scope
@@ -94,6 +95,17 @@ class Store:
     ``judge_sees_owners`` (``False``: the judge's candidates come with empty
     owner sets; ``True`` shows it who owns each).
 
+    ``disclosure`` (default ``"shared"``, the paper's behaviour): what
+    ``recall`` and ``get(id, owner=...)`` show an owner of a record others
+    share. ``"shared"``: the record's text (which a merge may have taken
+    from another owner's words) and its whole owner set. ``"own_words"``:
+    only the owner's own statement and the owner alone, so that another
+    owner's deposit learns only that it merged and never changes what the
+    first owner reads (docs/reference/store.md, "What an owner reads" says exactly what each
+    field then holds). A setting of this open, like ``judge_sees_owners``,
+    not kept in the store: the statements are kept whatever it is, and
+    whoever opens the store chooses what its callers are shown.
+
     ``scope`` (default ``""``, the default scope): the scope of deposits that
     name none. Records merge, and are shown to the judge, only within their
     scope (:mod:`agentsensus._store.scopes`; docs/reliability.md says what that
@@ -128,6 +140,7 @@ class Store:
         expansion_search: int = 64,
         judge_sees_owners: bool = False,
         scope: Optional[str] = None,
+        disclosure: str = "shared",
     ) -> None:
         self._engine: Optional[Any] = None
         if not isinstance(path, (str, os.PathLike)):
@@ -167,6 +180,8 @@ class Store:
         self._policy = resolve(merge_policy)
         if not isinstance(judge_sees_owners, bool):
             raise TypeError(f"judge_sees_owners must be a bool, got {type(judge_sees_owners).__name__}")
+        #: What recall and get(id, owner=...) show of records others share (_store/own_words.py).
+        self.disclosure: str = check_disclosure(disclosure)
 
         self.path = os.fspath(path)
         if not create and not os.path.isdir(self.path):
@@ -531,7 +546,11 @@ class Store:
 
         ``scope`` keeps the hits to ``owner``'s records of that scope (an
         exact scan of them); ``None`` recalls from every scope ``owner``
-        deposited in."""
+        deposited in.
+
+        Under ``Store(disclosure="own_words")`` each row holds ``owner``'s
+        own statement and ``owner`` alone, ranked by its own statements'
+        vectors, without the affiliation hop (docs/reference/store.md, "What an owner reads")."""
         # Everything here holds the GIL, which reader threads take in turn:
         # the common call (a float32 vector, an int k, no where, threshold
         # or scope) is checked with the fewest Python steps.
@@ -542,6 +561,9 @@ class Store:
         sc = None if scope is None else check_scope(scope)
         if lexical and sc is not None:
             raise ValueError("recall takes no scope with lexical=True")
+        if self.disclosure == "own_words":
+            floor_or_none = None if threshold is None else _check_threshold(threshold)
+            return own_recall(self, owner, query, k, where, floor_or_none, sc, bool(lexical))
         if lexical:
             return fused_recall(self, engine, owner, query, k, bool(expand), where, threshold)
         if isinstance(query, str):
@@ -573,8 +595,13 @@ class Store:
 
     def get(self, id: int, owner: Optional[str] = None) -> Memory:
         """The record ``id``; ``KeyError`` when absent. With ``owner``, the
-        memory carries that owner's metadata of it."""
+        memory carries that owner's metadata of it; under
+        ``disclosure="own_words"`` it is ``owner``'s view of a record it owns
+        (its earliest statement in it, itself alone as owner; ``KeyError``
+        otherwise), as docs/reference/store.md, "What an owner reads" says."""
         who = "" if owner is None else check_owner(owner, existing=True)
+        if who and self.disclosure == "own_words":
+            return own_get(self, _check_id(id), who)
         i, t, o, r, c, u, m = self._handles().engine.get_meta(_check_id(id), who)
         return Memory(i, t, frozenset(o), r, None, "", decode_metadata(m), to_datetime(c), to_datetime(u))
 

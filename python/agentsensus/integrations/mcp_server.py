@@ -17,7 +17,9 @@ bearer token's owner (401 without one); a bound tool takes no owner and sees
 only that owner's records (:mod:`.mcp_tools`). A non-loopback ``--host``
 needs tokens. Over HTTP, :mod:`.mcp_http` adds a request deadline, a
 connection cap below the descriptor limit and a prompt exit on SIGTERM.
-Texts are embedded with ``--embedder``
+``--disclosure own_words`` shows each owner only its own statements and
+itself as owner (docs/reference/store.md, "What an owner reads"; ``shared``, the default,
+shows records as merged). Texts are embedded with ``--embedder``
 (``hash``, ``minilm``, ``sentence_transformers:NAME`` or
 ``openai:MODEL``), which the store records: a later run without the flag
 serves it with the recorded one (``hash`` for a new store or one that
@@ -152,6 +154,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--judge", default="exact", help="exact (default), never, threshold:X or llm:MODEL@URL")
     p.add_argument("--min-similarity", type=float, default=0.75, help="the least score of a judge's candidate")
+    p.add_argument(
+        "--disclosure",
+        choices=["shared", "own_words"],
+        default="shared",
+        help="what an owner's reads show of records others share: the merged text and every owner (shared, "
+        "the default) or only its own statement and itself (own_words)",
+    )
     p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="streamable-http: the address to listen on")
     p.add_argument("--port", type=int, default=8000, help="streamable-http: the port (default 8000)")
@@ -212,14 +221,21 @@ def _check_options(args: argparse.Namespace) -> Optional[dict[str, Binding]]:
     return tokens
 
 
-def _open(path: str, embed: Optional[Embed], judge: Any, min_similarity: float) -> Store:
+def _open(path: str, embed: Optional[Embed], judge: Any, min_similarity: float, disclosure: str = "shared") -> Store:
     """The store, with ``embed`` or else the embedder it records: ``hash``
     for a new store (then recorded), and for one from before stores recorded
     their embedder (the default of those versions; not recorded, so a later
     ``--embedder`` may still name the one it was written with)."""
     if embed is None and not os.path.exists(os.path.join(path, "data.mdb")):
         embed = embedders.hash
-    store = Store(path, dim=getattr(embed, "dim", None), embed=embed, judge=judge, min_similarity=min_similarity)
+    store = Store(
+        path,
+        dim=getattr(embed, "dim", None),
+        embed=embed,
+        judge=judge,
+        min_similarity=min_similarity,
+        disclosure=disclosure,
+    )
     if store.embed is None:
         why = None
         if store.embedder_name == "":
@@ -252,7 +268,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("agentsensus mcp: needs the mcp package: pip install 'agentsensus[mcp]'", file=sys.stderr)
         return 2
     try:
-        store = _open(args.path, embed, judge, args.min_similarity)
+        store = _open(args.path, embed, judge, args.min_similarity, args.disclosure)
     except (ValueError, TypeError, OSError, ImportError, Error) as e:
         print(f"agentsensus mcp: {e}", file=sys.stderr)
         return 2

@@ -9,6 +9,13 @@ bound owner, and ``get``, ``list_memories``, ``recall``, ``forget`` and
 record the owner does not hold is "not found", the same answer as a missing
 id. Every parameter carries a description for the model, and a call with an
 argument the tool does not take is refused.
+
+A store opened with ``disclosure="own_words"`` (``agentsensus mcp
+--disclosure own_words``) shows each owner only its own words: ``recall``,
+and bound ``get`` and ``list_memories``, give the owner's own statement and
+the owner alone as owners (docs/reference/store.md, "What an owner reads"), and bound
+``stats`` counts only its records (how many are shared would tell it when
+another owner's words join them).
 """
 
 from __future__ import annotations
@@ -82,10 +89,15 @@ class Tools:
         self.store = store
         self.embed = embed
 
+    @property
+    def _own(self) -> bool:
+        return self.store.disclosure == "own_words"
+
     def _visible(self, b: Binding, id: int) -> Memory:
-        """Record ``id`` if ``b`` may see it, else the not-found error."""
+        """Record ``id`` if ``b`` may see it (as ``b``'s own words under
+        ``own_words``), else the not-found error."""
         try:
-            m = self.store.get(id)
+            m = self.store.get(id, owner=b.owner) if self._own else self.store.get(id)
         except KeyError:
             raise _not_found(id) from None
         if b.owner not in m.owners or (b.scope is not None and self.store.scope_of(m.id) != b.scope):
@@ -118,7 +130,8 @@ class Tools:
 
     def list_memories(self, b: Binding) -> dict[str, Any]:
         """Every record the owner holds (of the bound scope), oldest first."""
-        return {"memories": [_memory(self.store.get(i)) for i in self._ids(b)]}
+        own = b.owner if self._own else None
+        return {"memories": [_memory(self.store.get(i, owner=own)) for i in self._ids(b)]}
 
     def forget(self, b: Binding, id: int) -> dict[str, Any]:
         """The owner lets go of record ``id``."""
@@ -131,6 +144,8 @@ class Tools:
         many of them are shared, and the most owners one of them has."""
         if b is None:
             return asdict(self.store.stats())
+        if self._own:
+            return {"owner": b.owner, "scope": b.scope, "records": len(self._ids(b))}
         owners = [len(self.store.get(i).owners) for i in self._ids(b)]
         return {
             "owner": b.owner,
@@ -171,7 +186,7 @@ def make_tools(t: Tools, who: Optional[Callable[[], Binding]], as_whom: str) -> 
         specs = _unbound(t)
     else:
         specs = _bound(t, who)
-    docs = _descriptions(as_whom, bound=who is not None)
+    docs = _descriptions(as_whom, bound=who is not None, own=t.store.disclosure == "own_words")
     return [(name, _told(fn), docs[name], name in _READS) for name, fn in specs]
 
 
@@ -246,19 +261,23 @@ def _listed(*fns: Callable[..., Any]) -> list[tuple[str, Callable[..., Any]]]:
     return [(fn.__name__, fn) for fn in fns]
 
 
-def _descriptions(who: str, *, bound: bool) -> dict[str, str]:
+def _descriptions(who: str, *, bound: bool, own: bool = False) -> dict[str, str]:
     mine = f"{who} holds" if bound else "the owner holds"
+    counts = "records" if own else "records, shared (held with other owners), max_owners"
     return {
         "remember": f"Stores statements (short facts) as {who}. A statement that states a fact already stored "
         "merges into that record, which gains the owner. Returns each statement's record id and whether it merged.",
-        "recall": f"The k records {mine} nearest the query text, best first, with their owners and scores; hits "
+        "recall": f"The k records {mine} nearest the query text, best first, each as {who} said it, with its "
+        "score; hits scored below threshold are dropped (expand does nothing here)."
+        if own
+        else f"The k records {mine} nearest the query text, best first, with their owners and scores; hits "
         "scored below threshold are dropped; with expand, also the records one affiliation edge away.",
         "get": f"One record {mine}, by id: its text, owners and round."
         if bound
         else "One record by id: its text, owners and round.",
         "list_memories": f"Every record {mine}, oldest first.",
         "forget": f"Record id is forgotten by {who}; records other owners hold stay theirs.",
-        "stats": f"Counts of the records {mine}: records, shared (held with other owners), max_owners."
+        "stats": f"Counts of the records {mine}: {counts}."
         if bound
         else "The store's counts: records, deposits, merges, shared records, owners.",
         "publish": f"Planfence: a new version of base input key (owned by {who}) with this value; returns the version.",

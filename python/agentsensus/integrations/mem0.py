@@ -23,6 +23,13 @@ How mem0's scopes map onto the store (docs/integrations.md, "mem0"):
 
 Without an ``extractor``, ``infer=True`` (mem0's default) adds each message as
 it is, as ``infer=False`` does: there is no model to extract facts with.
+
+``Memory(path, disclosure="own_words")`` (or ``"disclosure"`` in the config)
+opens the store so that every read shows an owner only its own words: a
+memory's text is what that owner said, never another owner's wording of the
+same fact (docs/reference/store.md, "What an owner reads"), and ``history`` shows only the
+owner's own texts. ``"shared"`` (the default) shows the record's text,
+which a merge may have taken from another owner.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ _IDENTITY = frozenset(_IDS + ("actor_id",))
 _PROMOTED = ("user_id", "agent_id", "run_id", "actor_id", "role", "attributed_to", "expiration_date")
 _HIDDEN = "_mem0_"  # prefix of the adapter's own keys in an owner's metadata
 _ALIAS, _CREATED, _UPDATED = _HIDDEN + "id", _HIDDEN + "created_at", _HIDDEN + "updated_at"
-_CONFIG_KEYS = {"path", "embedder", "vector_store", "extractor", "version"}
+_CONFIG_KEYS = {"path", "embedder", "vector_store", "extractor", "version", "disclosure"}
 _MAX_RID = 2**63 - 1
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
@@ -157,7 +164,9 @@ def _check_top_k(top_k: Any) -> int:
 class Memory:
     """mem0's ``Memory`` over the store at ``path`` (made with the embedder's
     dim when new). ``extractor`` (``messages -> list of facts``) serves
-    ``add(..., infer=True)``; without one every message is added as it is."""
+    ``add(..., infer=True)``; without one every message is added as it is.
+    Other keyword arguments go to :class:`agentsensus.Store`, among them
+    ``disclosure`` (``"shared"`` or ``"own_words"``; see the module's docstring)."""
 
     def __init__(
         self,
@@ -183,8 +192,8 @@ class Memory:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "Memory":
         """From a mem0-shaped config: ``path`` (or ``vector_store.config.path``),
-        ``embedder`` (a name, or ``{"provider": ..., "config": {...}}``) and
-        ``extractor``. Other keys (mem0's ``llm``, ``graph_store``, ...) have
+        ``embedder`` (a name, or ``{"provider": ..., "config": {...}}``),
+        ``extractor`` and ``disclosure``. Other keys (mem0's ``llm``, ``graph_store``, ...) have
         no counterpart here and are refused, so nothing is silently ignored."""
         if not isinstance(config, Mapping):
             raise TypeError(f"config must be a dict, got {type(config).__name__}")
@@ -197,7 +206,8 @@ class Memory:
             path = (vs.get("config") or {}).get("path")
         if not isinstance(path, str):
             raise ValueError("config needs 'path' (or vector_store.config.path): the store's directory")
-        return cls(path, config.get("embedder", "hash"), extractor=config.get("extractor"))
+        options = {"disclosure": config["disclosure"]} if "disclosure" in config else {}
+        return cls(path, config.get("embedder", "hash"), extractor=config.get("extractor"), **options)
 
     def close(self) -> None:
         """Closes the store (saves its index); the memory is unusable afterwards."""
@@ -604,7 +614,14 @@ class Memory:
         else:
             first = said[0] if said else m.text
         events: list[tuple[str, Optional[str], str]] = [("ADD", None, first)]
-        events += [("UPDATE", c.old, c.new) for c in changes[1:] if c.event == "UPDATE" and c.owner == owner]
+        if self.store.disclosure == "own_words":
+            # The owner's texts alone: a change's old text may be another owner's
+            # words (its merge rewrote theirs), so each UPDATE starts from the last.
+            for c in changes[1:]:
+                if c.event == "UPDATE" and c.owner == owner and c.new != events[-1][2]:
+                    events.append(("UPDATE", events[-1][2], c.new))
+        else:
+            events += [("UPDATE", c.old, c.new) for c in changes[1:] if c.event == "UPDATE" and c.owner == owner]
         created = meta.get(_CREATED) or _iso(m.created_at)
         return [
             {

@@ -85,6 +85,7 @@ def _check(store: Store, options: Mapping[str, Any]) -> None:
         "candidates": store.candidates,
         "readonly": store.readonly,
         "metric": store.metric,
+        "disclosure": store.disclosure,
     }
     for name, want in options.items():
         if name not in have or want is None:
