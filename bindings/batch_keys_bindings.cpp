@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "batch_keys.hpp"
 #include "engine.hpp"
+#include "format/batch_keys.hpp"
 
 namespace agentsensus_py {
 

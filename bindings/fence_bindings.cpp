@@ -9,7 +9,7 @@
 #include <pybind11/native_enum.h>
 
 #include "engine.hpp"
-#include "lineage.hpp"
+#include "lineage/lineage.hpp"
 
 namespace agentsensus_py {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine.hpp"  // first: Python.h, which datetime.h needs
-#include "recall_filter.hpp"
+#include "store/recall_filter.hpp"
 
 #include <datetime.h>
 

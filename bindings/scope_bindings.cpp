@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine.hpp"
-#include "recall_filter.hpp"
+#include "store/recall_filter.hpp"
 
 namespace agentsensus_py {
 

@@ -33,10 +33,38 @@ _F32 = Union[npt.NDArray[np.float32], npt.ArrayLike]
 _Row = tuple[int, str, tuple[str, ...], int]
 # (id, text, owners, round, score or None on expansion rows, "hit" | "edge")
 _RecallRow = tuple[int, str, tuple[str, ...], int, Optional[float], str]
+
 # (owner, round, texts, digests, vectors, targets, expected texts, kept texts)
-_CommitPlan = tuple[
-    str, int, list[str], bytes, npt.NDArray[np.float32], list[int], list[Optional[str]], list[Optional[str]]
-]
+class CommitPlan:
+    """One deposit's plan for ``Engine.commit`` (cpp/include/agentsensus/rows.hpp):
+    per statement its text, digest, vector row, target (0 new, > 0 a
+    record, < 0 the commit's new record -target), and for a merge the text
+    the policy saw (``expected``) and the text after (``kept``)."""
+
+    def __init__(
+        self,
+        *,
+        owner: str,
+        round: int,
+        texts: list[str],
+        digests: bytes,
+        vectors: npt.NDArray[np.float32],
+        targets: list[int],
+        expected: list[Optional[str]],
+        kept: list[Optional[str]],
+        metadata: Optional[list[Optional[str]]] = None,
+        scope: str = "",
+    ) -> None: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def round(self) -> int: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def texts(self) -> list[str]: ...
+    @property
+    def targets(self) -> list[int]: ...
 
 class Metric(enum.Enum):
     """The similarity a store compares vectors with (cpp/similarity.hpp)."""
@@ -128,19 +156,18 @@ class Engine:
         records). Only records of ``scope`` ("" the default) are candidates."""
     def commit(
         self,
-        plans: list[_CommitPlan],
+        plans: list[CommitPlan],
         prepared_seq: int,
         min_similarity: float,
         /,
         batch: Optional[tuple[bytes, bytes]] = None,
         items: Any = None,
-        scopes: Optional[list[str]] = None,
     ) -> tuple[bool, Any]:
         """One write transaction: ``(True, ids per deposit per statement)``,
         or ``(False, why)`` on a conflict with a concurrent commit. ``batch``
         (key, digest): recorded in the same transaction; a key recorded
-        meanwhile is a conflict. ``scopes``: per plan, its deposit's scope;
-        a merge into a record of another scope is refused."""
+        meanwhile is a conflict. A merge into a record of another scope than
+        its plan's is refused."""
     def scope_of(self, id: int) -> str:
         """Record ``id``'s scope ("" the default); KeyError when absent."""
     def scopes_of(self, ids: list[int]) -> list[str]:

@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "agentsensus/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
-#include "lineage.hpp"
-#include "lmdb_env.hpp"
+#include "lineage/lineage.hpp"
+#include "lmdb/lmdb_env.hpp"
 #include "temp_dir.hpp"
 
 using namespace agentsensus;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "check.hpp"
-#include "lmdb_env.hpp"
-#include "page_check.hpp"
+#include "lmdb/lmdb_env.hpp"
+#include "lmdb/page_check.hpp"
 #include "temp_dir.hpp"
 
 using namespace agentsensus;
