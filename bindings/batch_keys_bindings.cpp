@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "engine.hpp"
-#include "format/batch_keys.hpp"
 
 namespace agentsensus_py {
 

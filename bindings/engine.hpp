@@ -12,8 +12,8 @@
 
 #include "agentsensus/errors.hpp"
 #include "agentsensus/limits.hpp"
-#include "store/store_handle.hpp"
-#include "store/store_impl.hpp"
+#include "agentsensus/store.hpp"
+#include "agentsensus/store_handle.hpp"
 
 namespace agentsensus_py {
 

@@ -2,10 +2,10 @@
 // the mapping of engine exceptions to Python ones. No logic lives here.
 #include <pybind11/native_enum.h>
 
+#include "agentsensus/compact.hpp"
+#include "agentsensus/page_check.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "engine.hpp"
-#include "format/visible_text.hpp"
-#include "lmdb/compact.hpp"
-#include "lmdb/page_check.hpp"
 
 using namespace agentsensus_py;
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-# Engine limits (cpp/limits.hpp, cpp/lineage.hpp).
+# Engine limits (cpp/include/agentsensus/limits.hpp, cpp/include/agentsensus/lineage.hpp).
 MAX_STATEMENT_BYTES: int
 MAX_STATEMENTS_PER_DEPOSIT: int
 MAX_OWNER_BYTES: int
@@ -74,14 +74,14 @@ class Metric(enum.Enum):
     l2sq = 2
 
 class LineageKind(enum.Enum):
-    """What a lineage op writes (LineageOp::Kind in cpp/lineage.hpp)."""
+    """What a lineage op writes (LineageOp::Kind in cpp/src/lineage/lineage.hpp)."""
 
     publish = 0
     derive = 1
     observe = 2
 
 class StaleWhy(enum.Enum):
-    """Why a frontier link is not current (cpp/lineage.hpp)."""
+    """Why a frontier link is not current (cpp/src/lineage/lineage.hpp)."""
 
     moved = 0
     unknown = 1

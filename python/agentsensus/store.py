@@ -179,7 +179,7 @@ class Store:
             remove_abandoned_imports(self.path)  # a killed import's directory beside it
         created = not os.path.exists(os.path.join(self.path, "data.mdb"))
         # One open per store per process, keyed on the directory's identity,
-        # is the engine's rule (cpp/open_registry.hpp): a second open raises Error.
+        # is the engine's rule (cpp/src/lmdb/open_registry.hpp): a second open raises Error.
         try:
             self._engine = _core.Engine(
                 self.path,

@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "agentsensus/errors.hpp"
 #include "agentsensus/limits.hpp"
+#include "agentsensus/store.hpp"
 #include "check.hpp"
-#include "store/store_impl.hpp"
 #include "temp_dir.hpp"
 
 using namespace agentsensus;

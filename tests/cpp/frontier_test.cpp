@@ -1,4 +1,4 @@
-// The Planfence frontier walk (Lineage::frontier, cpp/lineage.hpp) on crafted
+// The Planfence frontier walk (LineageImpl::frontier, cpp/src/lineage/lineage.hpp) on crafted
 // lineage graphs: which links it reaches, once each, in owner-key-version
 // order, and how a scope cuts it.
 #include <string>
@@ -24,7 +24,7 @@ ValueDigest digest_of(const std::string& value) {
 struct Graph {
     TempDir dir;
     Env env{dir.path(), Env::Options{}};
-    Lineage lin{env};
+    LineageImpl lin{env};
 
     uint64_t publish(const std::string& key, const std::string& owner, const std::string& value) {
         LineageOp op;

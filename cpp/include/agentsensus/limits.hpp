@@ -14,4 +14,13 @@ constexpr size_t kMaxOwnersPerRecord = 4096;
 constexpr size_t kMaxDim = 16384;    // vector dimensions
 constexpr size_t kDigestBytes = 16;  // normalized-text digest
 
+// A batch key is 1..kMaxBatchKeyBytes bytes (an LMDB key holds at most 511).
+constexpr size_t kMaxBatchKeyBytes = 256;
+// The caller's digest of what the batch deposits: a retry under the same key
+// must carry the same digest, or it is refused as a different batch.
+constexpr size_t kBatchDigestBytes = 16;
+
+// Metadata is a JSON object of at most this many bytes, per (record, owner).
+constexpr size_t kMaxMetadataBytes = 16 * 1024;
+
 }  // namespace agentsensus

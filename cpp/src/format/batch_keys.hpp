@@ -11,28 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "agentsensus/limits.hpp"
+#include "agentsensus/rows.hpp"
+
 namespace agentsensus {
 
 struct DepositPlan;
-
-// A batch key is 1..kMaxBatchKeyBytes bytes (an LMDB key holds at most 511).
-constexpr size_t kMaxBatchKeyBytes = 256;
-// The caller's digest of what the batch deposits: a retry under the same key
-// must carry the same digest, or it is refused as a different batch.
-constexpr size_t kBatchDigestBytes = 16;
-
-struct BatchKey {
-    std::string key;
-    std::string digest;  // kBatchDigestBytes
-};
-
-// What a batch gave: per deposit, per statement, the record it ended in and
-// whether it merged (a plan target other than 0).
-struct BatchResult {
-    std::string digest;
-    std::vector<std::vector<uint64_t>> ids;
-    std::vector<std::vector<uint8_t>> merged;
-};
 
 // Throws InvalidArgument for a key or digest of the wrong size.
 void check_batch_key(const BatchKey& b);

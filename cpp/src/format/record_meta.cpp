@@ -10,7 +10,7 @@
 
 #include "agentsensus/errors.hpp"
 #include "agentsensus/limits.hpp"
-#include "format/visible_text.hpp"
+#include "agentsensus/visible_text.hpp"
 
 namespace agentsensus {
 

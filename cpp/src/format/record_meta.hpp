@@ -9,17 +9,13 @@
 #include <string>
 #include <string_view>
 
+#include "agentsensus/limits.hpp"
+#include "agentsensus/recall_filter.hpp"
+#include "agentsensus/rows.hpp"
 #include "format/bytes.hpp"
 
 namespace agentsensus {
 
-// Metadata is a JSON object of at most this many bytes, per (record, owner).
-constexpr size_t kMaxMetadataBytes = 16 * 1024;
-
-// times value: [u64 created][u64 updated] microseconds since the Unix epoch (UTC).
-struct RecordTimes {
-    uint64_t created = 0, updated = 0;
-};
 constexpr size_t kTimesBytes = 16;
 
 inline std::array<unsigned char, kTimesBytes> encode_times(const RecordTimes& t) {
@@ -48,15 +44,6 @@ inline std::array<unsigned char, 12> metadata_key(uint64_t record, uint32_t owne
 
 // The wall clock now, in the times table's unit.
 uint64_t now_micros();
-
-// A JSON scalar as a filter compares it. Numbers are doubles; a nested array
-// or object reads as kOther (never equal to anything a filter names).
-struct JsonValue {
-    enum Kind : uint8_t { kNull = 0, kBool = 1, kNumber = 2, kString = 3, kOther = 4 } kind = kNull;
-    bool b = false;
-    double num = 0;
-    std::string str;
-};
 
 // True when text is one JSON object (RFC 8259, UTF-8 not re-checked: the
 // Python layer encodes it) of at most kMaxMetadataBytes; why says what is wrong.

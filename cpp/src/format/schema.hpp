@@ -118,7 +118,7 @@ constexpr TableSpec kMetadataTable{"metadata", 0};
 // Be64 record id -> u32 scope id: the scope of a record outside the default
 // scope (id 0, which has no rows and no name), given when the record is
 // created and never changed. Records merge, are candidates and are judged
-// only within their scope (scopes.cpp). Primary. I14 (with scoped,
+// only within their scope (store_scopes.cpp). Primary. I14 (with scoped,
 // scope_names, scopes_by_name): every row belongs to a live record and
 // names a known scope; scoped mirrors it; names and ids are a bijection
 // below next_scope; every affiliation edge joins two records of one scope.
@@ -373,7 +373,7 @@ inline bool decode_said(const MDB_val& v, SaidEntry& s) {
 
 // ------------------------------------------------------------ lineage tables
 //
-// Planfence lineage (lineage.cpp) keeps its tables in the same environment;
+// Planfence lineage (cpp/src/lineage/) keeps its tables in the same environment;
 // Lineage::verify checks L1..L4.
 // Keys of lin_versions and lin_values are [Be32 key id][Be64 version], so one
 // key's versions sit together in version order.

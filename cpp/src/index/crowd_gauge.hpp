@@ -1,4 +1,4 @@
-// Whether a store's neighbourhoods are crowded (store.cpp, search_owned):
+// Whether a store's neighbourhoods are crowded (store_recall.cpp, search_owned):
 // where most searches' k-th best lies near the edge of the walk, the crowded
 // rule follows the first search with a wider one anyway, so the plan starts
 // at the wider width and skips the first.
@@ -22,7 +22,7 @@ namespace agentsensus {
 // The crowded rule's wider width: kCrowdedWiden times the search width, or
 // width * log2(total) / 4 when that is more, so that it grows with the
 // graph's depth past 2^16 records (256, 266 and 319 of 64 at 10k, 100k and
-// 1M; why, in store.cpp at the crowded rule).
+// 1M; why, in store_recall.cpp at the crowded rule).
 constexpr size_t kCrowdedWiden = 4;
 inline size_t crowded_width(size_t width, size_t total) {
     const double depth = std::log2(static_cast<double>(std::max<size_t>(total, 2)));

@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace agentsensus {
+#include "agentsensus/options.hpp"
 
-enum class Metric : uint32_t { cos = 0, ip = 1, l2sq = 2 };
+namespace agentsensus {
 
 float dot(const float* a, const float* b, size_t n);
 float l2sq(const float* a, const float* b, size_t n);

@@ -14,27 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "agentsensus/options.hpp"
+#include "agentsensus/rows.hpp"
 #include "format/schema.hpp"
 #include "index/similarity.hpp"
 
 namespace agentsensus {
-
-struct Hit {
-    uint64_t id;
-    float score;  // similarity: higher is closer
-};
 
 // IndexHeader, the index file's header, is part of the file format (schema.hpp).
 
 // Reads the exact vectors of ids[0..n) into out (n rows); found[i] says
 // whether ids[i] has one. Called from any thread that searches.
 using ExactSource = std::function<void(const uint64_t* ids, size_t n, float* out, unsigned char* found)>;
-
-struct IndexParams {
-    size_t connectivity = 16;
-    size_t expansion_add = 128;
-    size_t expansion_search = 64;
-};
 
 class VectorIndex {
 public:

@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agentsensus/rows.hpp"
 #include "lmdb/lmdb_env.hpp"
 
 namespace agentsensus {
@@ -54,23 +55,6 @@ struct LexicalDoc {
     uint32_t length = 0;
 };
 LexicalDoc lexical_doc(std::string_view text);
-
-struct LexicalHit {
-    int64_t id;   // a record id; negative: an overlay's new record
-    float score;  // BM25; higher is closer, > 0
-};
-
-// A record's text as a batch of deposits will leave it, so that a later
-// deposit of the batch ranks as it would after the earlier ones committed.
-// id > 0: a committed record whose text the batch changes; id < 0: the
-// (-id)-th record the batch creates (it ranks after every committed id).
-// hit: it may be a hit (false: it only counts in the statistics, as a new
-// record of another scope does, and is left out of a scope's statistics).
-struct LexicalOverlay {
-    int64_t id;
-    std::string_view text;
-    bool hit = true;
-};
 
 // The corpus a batch's queries are ranked against: one scope's record and
 // word counts as the overlay leaves them, and the overlay's texts as words.

@@ -19,7 +19,7 @@ using namespace lineage_format;
 
 // ------------------------------------------------------------------- opening
 
-Lineage::Lineage(Env& env) : env_(env) {
+LineageImpl::LineageImpl(Env& env) : env_(env) {
     if (!env.readonly()) {
         db_.keys = env.open_db(kKeys, 0);
         db_.owners = env.open_db(kOwners, 0);
@@ -58,7 +58,7 @@ Lineage::Lineage(Env& env) : env_(env) {
 
 // ------------------------------------------------------------------- lookups
 
-std::optional<Lineage::KeyRec> Lineage::key_rec(MDB_txn* txn, std::string_view key) {
+std::optional<LineageImpl::KeyRec> LineageImpl::key_rec(MDB_txn* txn, std::string_view key) {
     if (!present_) return std::nullopt;
     MDB_val v;
     if (!get(txn, db_.keys, val(key), v)) return std::nullopt;
@@ -66,7 +66,7 @@ std::optional<Lineage::KeyRec> Lineage::key_rec(MDB_txn* txn, std::string_view k
     return load<KeyRec>(v.mv_data);
 }
 
-std::optional<uint32_t> Lineage::owner_id(MDB_txn* txn, std::string_view owner) {
+std::optional<uint32_t> LineageImpl::owner_id(MDB_txn* txn, std::string_view owner) {
     if (!present_) return std::nullopt;
     char k[1 + kMaxOwnerBytes];                              // no allocation: a check asks once per owner
     if (owner.size() > kMaxOwnerBytes) return std::nullopt;  // longer names are never stored
@@ -78,7 +78,7 @@ std::optional<uint32_t> Lineage::owner_id(MDB_txn* txn, std::string_view owner) 
     return load<uint32_t>(v.mv_data);
 }
 
-std::string_view Lineage::owner_name(MDB_txn* txn, uint32_t id) {
+std::string_view LineageImpl::owner_name(MDB_txn* txn, uint32_t id) {
     unsigned char k[5] = {'i'};
     Be32 b(id);
     std::memcpy(k + 1, b.b, 4);
@@ -87,7 +87,7 @@ std::string_view Lineage::owner_name(MDB_txn* txn, uint32_t id) {
     return view(v);
 }
 
-bool Lineage::version_digest(MDB_txn* txn, uint32_t key, uint64_t version, ValueDigest& out) {
+bool LineageImpl::version_digest(MDB_txn* txn, uint32_t key, uint64_t version, ValueDigest& out) {
     MDB_val v;
     if (!get(txn, db_.versions, VersionKey(key, version).mv(), v)) return false;
     if (v.mv_size < kValueDigestBytes) throw Corrupt("a lineage version record is truncated");
@@ -95,14 +95,14 @@ bool Lineage::version_digest(MDB_txn* txn, uint32_t key, uint64_t version, Value
     return true;
 }
 
-KeyInfo Lineage::info(std::string_view key) {
+KeyInfo LineageImpl::info(std::string_view key) {
     ReadTxn t(env_);
     auto rec = key_rec(t.get(), key);
     if (!rec) throw NotFound("no lineage key " + quoted(key));
     return KeyInfo{std::string(owner_name(t.get(), rec->owner)), rec->head};
 }
 
-std::string Lineage::value(std::string_view key, uint64_t version) {
+std::string LineageImpl::value(std::string_view key, uint64_t version) {
     ReadTxn t(env_);
     auto rec = key_rec(t.get(), key);
     if (!rec) throw NotFound("no lineage key " + quoted(key));
@@ -114,7 +114,7 @@ std::string Lineage::value(std::string_view key, uint64_t version) {
     return std::string(view(v));
 }
 
-std::vector<std::string> Lineage::keys() {
+std::vector<std::string> LineageImpl::keys() {
     std::vector<std::string> out;
     if (!present_) return out;
     ReadTxn t(env_);
@@ -124,7 +124,7 @@ std::vector<std::string> Lineage::keys() {
     return out;
 }
 
-std::vector<VersionRow> Lineage::versions(std::string_view key) {
+std::vector<VersionRow> LineageImpl::versions(std::string_view key) {
     ReadTxn t(env_);
     auto rec = key_rec(t.get(), key);
     if (!rec) throw NotFound("no lineage key " + quoted(key));
@@ -153,7 +153,7 @@ std::vector<VersionRow> Lineage::versions(std::string_view key) {
 
 // ------------------------------------------------------------------- writes
 
-uint64_t Lineage::next_counter(MDB_txn* txn, const char* name) {
+uint64_t LineageImpl::next_counter(MDB_txn* txn, const char* name) {
     MDB_val v;
     uint64_t next = 1;
     if (get(txn, db_.meta, val(name, std::strlen(name)), v)) {
@@ -165,7 +165,7 @@ uint64_t Lineage::next_counter(MDB_txn* txn, const char* name) {
     return next;
 }
 
-uint32_t Lineage::ensure_owner(MDB_txn* txn, std::string_view owner) {
+uint32_t LineageImpl::ensure_owner(MDB_txn* txn, std::string_view owner) {
     if (auto id = owner_id(txn, owner)) return *id;
     uint64_t next = next_counter(txn, kLineageNextOwner.name);
     if (next > UINT32_MAX) throw Error("too many lineage owners");
@@ -180,7 +180,7 @@ uint32_t Lineage::ensure_owner(MDB_txn* txn, std::string_view owner) {
     return id;
 }
 
-uint64_t Lineage::apply_one(MDB_txn* txn, const LineageOp& op) {
+uint64_t LineageImpl::apply_one(MDB_txn* txn, const LineageOp& op) {
     check_name(op.key, kMaxKeyBytes, "key");
     check_name(op.owner, kMaxOwnerBytes, "owner");
     if (op.value.size() > kMaxValueBytes)
@@ -282,7 +282,7 @@ uint64_t Lineage::apply_one(MDB_txn* txn, const LineageOp& op) {
     return version;
 }
 
-std::vector<uint64_t> Lineage::apply(const std::vector<LineageOp>& ops, bool commit) {
+std::vector<uint64_t> LineageImpl::apply(const std::vector<LineageOp>& ops, bool commit) {
     if (!present_) throw Error("store is open read-only");
     std::vector<uint64_t> out;
     try {

@@ -19,7 +19,7 @@ using namespace lineage_format;
 
 // ------------------------------------------------------------------- heads
 
-void Lineage::Ask::decode(std::string_view query) {
+void LineageImpl::Ask::decode(std::string_view query) {
     if (!decode_query_entries(query, entries, kMaxInputs * 16)) throw InvalidArgument("malformed head query");
     // Rebuild the front-coded keys into one buffer, sized first so the views
     // taken after stay valid.
@@ -45,7 +45,7 @@ void Lineage::Ask::decode(std::string_view query) {
     heads.assign(entries.size(), HeadAnswer{});
 }
 
-void Lineage::answer_in(MDB_txn* txn, std::vector<Ask>& asks) {
+void LineageImpl::answer_in(MDB_txn* txn, std::vector<Ask>& asks) {
     // The keys of every query in one key order, so one cursor walks the
     // table forward: queries come sorted, so few owners merge in linear time;
     // many are sorted together.
@@ -117,7 +117,7 @@ void Lineage::answer_in(MDB_txn* txn, std::vector<Ask>& asks) {
     }
 }
 
-std::string Lineage::answer(std::string_view owner, std::string_view query) {
+std::string LineageImpl::answer(std::string_view owner, std::string_view query) {
     std::vector<Ask> asks(1);
     asks[0].owner = owner;
     asks[0].decode(query);
@@ -131,7 +131,7 @@ std::string Lineage::answer(std::string_view owner, std::string_view query) {
 namespace {
 
 // Judges one owner's links against its answer (nullptr: none came) and adds
-// what is stale to r. Links are LinkRow or Lineage::Link: key and version.
+// what is stale to r. Links are LinkRow or LineageImpl::Link: key and version.
 template <class L> void judge(const L* links, size_t n, std::string_view owner, size_t query_bytes,
                               const std::string* answer, std::vector<HeadAnswer>& a, CheckResult& r) {
     r.bytes += query_bytes;
@@ -159,7 +159,7 @@ template <class L> void judge(const L* links, size_t n, std::string_view owner, 
 
 }  // namespace
 
-CheckResult Lineage::finish(const PreparedCheck& p, const std::vector<const std::string*>& answers) {
+CheckResult LineageImpl::finish(const PreparedCheck& p, const std::vector<const std::string*>& answers) {
     if (answers.size() != p.groups.size()) throw InvalidArgument("one answer per owner is needed");
     CheckResult r;
     r.owners_asked = static_cast<uint32_t>(p.groups.size());
@@ -172,7 +172,7 @@ CheckResult Lineage::finish(const PreparedCheck& p, const std::vector<const std:
     return r;
 }
 
-CheckResult Lineage::check_local(std::string_view key, const Scope* scope) {
+CheckResult LineageImpl::check_local(std::string_view key, const Scope* scope) {
     // The whole exchange on one snapshot: encode each owner's query, answer
     // it from this store as the owner would (decode, look up, encode), then
     // judge the decoded answers. Keys stay views into the mapped pages.

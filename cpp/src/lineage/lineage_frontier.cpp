@@ -19,7 +19,7 @@ using namespace lineage_format;
 
 // ------------------------------------------------------------------- frontier
 
-void Lineage::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Reached& out) {
+void LineageImpl::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Reached& out) {
     out.links.clear();
     out.owner_ids.clear();
     auto root = key_rec(txn, key);
@@ -86,8 +86,8 @@ void Lineage::walk(MDB_txn* txn, std::string_view key, const Scope* scope, Reach
     }
 }
 
-std::vector<uint32_t> Lineage::rank_owners(MDB_txn* txn, const std::vector<uint32_t>& ids,
-                                           std::vector<std::string_view>& names_out) {
+std::vector<uint32_t> LineageImpl::rank_owners(MDB_txn* txn, const std::vector<uint32_t>& ids,
+                                               std::vector<std::string_view>& names_out) {
     // Equal names (only in a damaged store) share one rank, so they form one
     // group as a sort by name would.
     std::vector<std::pair<std::string_view, uint32_t>> names;  // name, index in ids
@@ -114,7 +114,7 @@ template <class L> bool link_same(const L& a, const L& b) { return a.version == 
 
 // Sorts each owner's run of links by key, version; true if any run held a
 // repeat or two runs share a link (then duplicates must go).
-bool Lineage::sort_within_owners(Grouped& g) {
+bool LineageImpl::sort_within_owners(Grouped& g) {
     bool dups = false;
     for (size_t o = 0; o + 1 < g.starts.size(); ++o) {
         auto b = g.links.begin() + g.starts[o], e = g.links.begin() + g.starts[o + 1];
@@ -131,7 +131,7 @@ bool Lineage::sort_within_owners(Grouped& g) {
 
 // Keeps the first of each (key, version), then recomputes the owner runs;
 // owners left with no link (all theirs were another owner's too) go.
-void Lineage::drop_duplicates(Grouped& g) {
+void LineageImpl::drop_duplicates(Grouped& g) {
     size_t w = 0;
     for (size_t i = 0; i < g.links.size(); ++i) {
         if (w > 0 && link_same(g.links[w - 1], g.links[i])) continue;
@@ -149,7 +149,7 @@ void Lineage::drop_duplicates(Grouped& g) {
     g.owners.swap(kept);
 }
 
-void Lineage::group_by_owner(MDB_txn* txn, Reached& r, Grouped& out) {
+void LineageImpl::group_by_owner(MDB_txn* txn, Reached& r, Grouped& out) {
     out.links.clear();
     out.owners.clear();
     std::vector<uint32_t> rank = rank_owners(txn, r.owner_ids, out.owners);
@@ -168,13 +168,13 @@ void Lineage::group_by_owner(MDB_txn* txn, Reached& r, Grouped& out) {
     if (sort_within_owners(out)) drop_duplicates(out);
 }
 
-void Lineage::walk_grouped(MDB_txn* txn, std::string_view key, const Scope* scope, Grouped& out) {
+void LineageImpl::walk_grouped(MDB_txn* txn, std::string_view key, const Scope* scope, Grouped& out) {
     Reached r;
     walk(txn, key, scope, r);
     group_by_owner(txn, r, out);
 }
 
-std::vector<LinkRow> Lineage::frontier(std::string_view key, const Scope* scope) {
+std::vector<LinkRow> LineageImpl::frontier(std::string_view key, const Scope* scope) {
     ReadTxn t(env_);
     Grouped g;
     walk_grouped(t.get(), key, scope, g);
@@ -188,7 +188,7 @@ std::vector<LinkRow> Lineage::frontier(std::string_view key, const Scope* scope)
     return out;
 }
 
-PreparedCheck Lineage::group(std::vector<LinkRow> links) {
+PreparedCheck LineageImpl::group(std::vector<LinkRow> links) {
     PreparedCheck p;
     for (size_t i = 0; i < links.size();) {
         size_t end = i;
@@ -204,9 +204,9 @@ PreparedCheck Lineage::group(std::vector<LinkRow> links) {
     return p;
 }
 
-PreparedCheck Lineage::prepare(std::string_view key, const Scope* scope) { return group(frontier(key, scope)); }
+PreparedCheck LineageImpl::prepare(std::string_view key, const Scope* scope) { return group(frontier(key, scope)); }
 
-PreparedCheck Lineage::prepare_all() {
+PreparedCheck LineageImpl::prepare_all() {
     std::vector<LinkRow> links;
     if (present_) {
         ReadTxn t(env_);

@@ -19,7 +19,7 @@ using namespace lineage_format;
 
 // ------------------------------------------------------------------- verify
 
-std::vector<std::string> Lineage::verify() {
+std::vector<std::string> LineageImpl::verify() {
     std::vector<std::string> out;
     if (!present_) return out;
     auto bad = [&](std::string s) {

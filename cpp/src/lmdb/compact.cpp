@@ -1,4 +1,4 @@
-#include "lmdb/compact.hpp"
+#include "agentsensus/compact.hpp"
 
 #include <fcntl.h>
 #include <lmdb.h>

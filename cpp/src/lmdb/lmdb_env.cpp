@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "agentsensus/page_check.hpp"
 #include "lmdb/data_file.hpp"
-#include "lmdb/page_check.hpp"
 
 namespace agentsensus {
 

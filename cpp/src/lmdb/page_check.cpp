@@ -1,4 +1,4 @@
-#include "lmdb/page_check.hpp"
+#include "agentsensus/page_check.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-// Store::verify and Store::repair: the store's invariants I1..I19 of the
+// StoreImpl::verify and StoreImpl::repair: the store's invariants I1..I19 of the
 // format map (schema.hpp, docs/file-format.md), checked one by one in the
 // spirit of SQLite's integrity_check, and the rebuild of everything derived
 // from the primary tables.
@@ -16,9 +16,9 @@
 #include <unordered_set>
 
 #include "agentsensus/limits.hpp"
+#include "agentsensus/page_check.hpp"
 #include "format/bytes.hpp"
 #include "format/schema.hpp"
-#include "lmdb/page_check.hpp"
 #include "store/store_impl.hpp"
 
 namespace agentsensus {
@@ -62,12 +62,13 @@ bool has_pair(MDB_txn* txn, MDB_dbi dbi, MDB_val k, MDB_val v) {
 
 }  // namespace
 
-// Store::verify's checks, one per invariant of the format map (schema.hpp),
+// StoreImpl::verify's checks, one per invariant of the format map (schema.hpp),
 // in the order they run: later checks use what earlier ones gathered (the
 // owner names, the live records).
 class Verifier {
 public:
-    Verifier(Store& s, MDB_txn* t, const Store::DigestFn& digest, std::shared_lock<std::shared_mutex>& index_lock)
+    Verifier(StoreImpl& s, MDB_txn* t, const StoreImpl::DigestFn& digest,
+             std::shared_lock<std::shared_mutex>& index_lock)
         : s_(s),
           index_lock_(index_lock),
           digest_(digest),
@@ -92,13 +93,14 @@ public:
         index();               // I11
         index_lock_.unlock();  // writers of this process wait for it; the rest reads LMDB only
         said();                // I12
-        s_.verify_scopes(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I14 (scopes.cpp)
-        // I13 (batch_keys.cpp)
+        s_.verify_scopes(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I14 (store_scopes.cpp)
+        // I13 (store_batch_keys.cpp)
         if (s_.has_batch_keys_) verify_batch_keys(t_, db_.batch_keys, next_id_, [&](std::string m) { bad(m); });
-        s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });                // I15
-        s_.verify_record_meta(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I16, I17 (record_meta.cpp)
-        s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });              // I18
-        if (digest_) text_digests();                                                     // I19
+        s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I15
+        s_.verify_record_meta(t_, records_,
+                              [&](std::string m) { bad(std::move(m)); });    // I16, I17 (store_store_record_meta.cpp)
+        s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
+        if (digest_) text_digests();                                         // I19
         return std::move(out_);
     }
 
@@ -390,7 +392,7 @@ private:
     }
 
     // I11: the index (index.usearch, caught up to this transaction by
-    // Store::verify, which holds its lock) holds the same ids and the same
+    // StoreImpl::verify, which holds its lock) holds the same ids and the same
     // vectors as LMDB.
     void index() {
         const size_t dim = s_.dim_;
@@ -414,11 +416,11 @@ private:
                 std::to_string(records_.size()) + " records");
     }
 
-    Store& s_;
+    StoreImpl& s_;
     std::shared_lock<std::shared_mutex>& index_lock_;
-    const Store::DigestFn& digest_;
+    const StoreImpl::DigestFn& digest_;
     MDB_txn* t_;
-    const Store::Dbs& db_;
+    const StoreImpl::Dbs& db_;
     const uint64_t next_id_, next_merge_, next_journal_, next_owner_;
     std::vector<std::string> out_;
     std::unordered_map<uint32_t, std::string> names_;
@@ -427,7 +429,7 @@ private:
     std::vector<float> vec_;
 };
 
-std::vector<std::string> Store::verify(const DigestFn& digest) {
+std::vector<std::string> StoreImpl::verify(const DigestFn& digest) {
     check_open();
     std::optional<ReadTxn> rt(std::in_place, *env_);
     // I1, the file's structure, first and read without LMDB's map (the read
@@ -453,19 +455,19 @@ std::vector<std::string> Store::verify(const DigestFn& digest) {
     }
 }
 
-// Store::repair's steps, in the order they run inside its one write
+// StoreImpl::repair's steps, in the order they run inside its one write
 // transaction. The primary tables (schema.hpp) are read first; each later
 // step rebuilds derived tables from them and from the records kept. Every
 // decision comes from sequential scans: a damaged key can leave a table out
 // of order, and LMDB's lookups by key then miss entries.
 class Repairer {
 public:
-    Repairer(Store& s, MDB_txn* t) : s_(s), t_(t), db_(s.db_) {}
+    Repairer(StoreImpl& s, MDB_txn* t) : s_(s), t_(t), db_(s.db_) {}
 
     void run(const std::vector<std::pair<uint64_t, std::string>>& digests, const unsigned char* fresh_uuid) {
         read_owners();
         keep_sound_records();
-        s_.repair_scopes(t_, keep_);  // I14: before every step that reads keep_ (scopes.cpp)
+        s_.repair_scopes(t_, keep_);  // I14: before every step that reads keep_ (store_scopes.cpp)
         rebuild_owner_sets();
         s_.items_->repair(t_);  // I15: refs keep the owner sets' pairs
         rebuild_owners_by_name();
@@ -681,21 +683,21 @@ private:
         put(t_, db_.meta, meta_key(kMetaUuid), val(fresh_uuid, kMetaUuid.size));
     }
 
-    Store& s_;
+    StoreImpl& s_;
     MDB_txn* t_;
-    const Store::Dbs& db_;
+    const StoreImpl::Dbs& db_;
     std::unordered_map<uint32_t, std::string> names_;
     std::vector<std::pair<std::string, uint32_t>> owner_rows_;
     std::unordered_set<uint64_t> owned_;  // records with a known owner
     std::set<uint64_t> keep_;             // the records repair keeps
 };
 
-void Store::check_alone() {
+void StoreImpl::check_alone() {
     check_open();
     Env::Exclusive alone(*env_);
 }
 
-void Store::repair(const std::vector<std::pair<uint64_t, std::string>>& digests) {
+void StoreImpl::repair(const std::vector<std::pair<uint64_t, std::string>>& digests) {
     check_open();
     Env::Exclusive alone(*env_);  // refused while another process has the store open
     unsigned char fresh_uuid[16];

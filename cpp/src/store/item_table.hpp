@@ -15,35 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#include "agentsensus/rows.hpp"
 #include "lmdb/lmdb_env.hpp"
 
 namespace agentsensus {
-
-// One record an item's indexed text ended in, and the owner it is held for.
-struct ItemRef {
-    std::string owner;
-    uint64_t record = 0;
-};
-
-struct ItemRow {
-    std::string ns, key;  // ns: the namespace's labels joined by '.'
-    std::string value;    // the item's JSON text (opaque here)
-    int64_t created_us = 0, updated_us = 0;
-    std::vector<ItemRef> refs;
-};
-
-// One put (or, with remove, delete) of an item. refs are given (import), and
-// with deposit >= 0 they are also the ids that deposit of the commit ended
-// in, held for its owner. created_us < 0: kept from the row it replaces, or
-// updated_us for a new item.
-struct ItemWrite {
-    std::string ns, key;
-    bool remove = false;
-    std::string value;
-    int64_t created_us = -1, updated_us = 0;
-    std::vector<ItemRef> refs;
-    int64_t deposit = -1;
-};
 
 class ItemTable {
 public:

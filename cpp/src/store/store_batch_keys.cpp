@@ -16,7 +16,7 @@ namespace agentsensus {
 
 // ---------------------------------------------------------------- Store's side
 
-std::optional<BatchResult> Store::batch_result(const std::string& key) {
+std::optional<BatchResult> StoreImpl::batch_result(const std::string& key) {
     check_open();
     if (key.empty() || key.size() > kMaxBatchKeyBytes)
         throw InvalidArgument("batch_key must be 1 to " + std::to_string(kMaxBatchKeyBytes) + " bytes");
@@ -29,7 +29,7 @@ std::optional<BatchResult> Store::batch_result(const std::string& key) {
     return r;
 }
 
-std::vector<std::pair<std::string, BatchResult>> Store::batch_keys(const std::string& after, size_t limit) {
+std::vector<std::pair<std::string, BatchResult>> StoreImpl::batch_keys(const std::string& after, size_t limit) {
     check_open();
     std::vector<std::pair<std::string, BatchResult>> out;
     if (!has_batch_keys_) return out;
@@ -47,7 +47,7 @@ std::vector<std::pair<std::string, BatchResult>> Store::batch_keys(const std::st
     return out;
 }
 
-void Store::load_batch_keys(const std::vector<std::pair<std::string, BatchResult>>& rows) {
+void StoreImpl::load_batch_keys(const std::vector<std::pair<std::string, BatchResult>>& rows) {
     check_open();
     for (const auto& [key, r] : rows) {
         check_batch_key(BatchKey{key, r.digest});

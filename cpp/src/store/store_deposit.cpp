@@ -16,16 +16,16 @@
 #include <unordered_set>
 
 #include "agentsensus/limits.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "format/bytes.hpp"
 #include "format/schema.hpp"
-#include "format/visible_text.hpp"
 #include "index/parallel.hpp"
 #include "store/store_util.hpp"
 
 namespace agentsensus {
 
-PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k,
-                             float min_similarity, std::string_view scope) {
+PrepareResult StoreImpl::prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k,
+                                 float min_similarity, std::string_view scope) {
     check_open();
     std::vector<float> qs(n * dim_);
     for (size_t i = 0; i < n; ++i) prepare_vector(vectors + i * dim_, qs.data() + i * dim_);
@@ -112,8 +112,8 @@ PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char
 // + create_record, or merge_conflict + merge_into, per statement; then
 // link_deposit). The first conflict unwinds the transaction.
 
-CommitResult Store::commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity,
-                           const BatchKey* batch, const std::vector<ItemWrite>* items) {
+CommitResult StoreImpl::commit(const std::vector<DepositPlan>& plans, uint64_t prepared_seq, float min_similarity,
+                               const BatchKey* batch, const std::vector<ItemWrite>* items) {
     check_open();
     if (batch) check_batch_key(*batch);
     const std::vector<std::vector<float>> vecs = validate_plans(plans);
@@ -186,8 +186,8 @@ DepositPlan view_of(const CommitPlan& p, uint32_t dim) {
 
 }  // namespace
 
-CommitResult Store::commit(const std::vector<CommitPlan>& plans, uint64_t prepared_seq, float min_similarity,
-                           const BatchKey* batch, const std::vector<ItemWrite>* items) {
+CommitResult StoreImpl::commit(const std::vector<CommitPlan>& plans, uint64_t prepared_seq, float min_similarity,
+                               const BatchKey* batch, const std::vector<ItemWrite>* items) {
     check_open();
     std::vector<DepositPlan> views;
     views.reserve(plans.size());
@@ -196,7 +196,7 @@ CommitResult Store::commit(const std::vector<CommitPlan>& plans, uint64_t prepar
 }
 
 // Checks every plan and normalizes its vectors, before any transaction.
-std::vector<std::vector<float>> Store::validate_plans(const std::vector<DepositPlan>& plans) const {
+std::vector<std::vector<float>> StoreImpl::validate_plans(const std::vector<DepositPlan>& plans) const {
     std::vector<std::vector<float>> vecs(plans.size());
     size_t new_count = 0;
     for (size_t p = 0; p < plans.size(); ++p) {
@@ -229,7 +229,7 @@ std::vector<std::vector<float>> Store::validate_plans(const std::vector<DepositP
 
 // The records other writers added after prepared_seq (and still hold), with
 // their vectors: a new record of this commit must not be similar to one.
-std::vector<Store::Rival> Store::added_since(MDB_txn* txn, uint64_t prepared_seq) {
+std::vector<StoreImpl::Rival> StoreImpl::added_since(MDB_txn* txn, uint64_t prepared_seq) {
     std::vector<Rival> added;
     if (journal_end(txn) <= prepared_seq) return added;
     Cursor c(txn, db_.journal);
@@ -253,9 +253,10 @@ std::vector<Store::Rival> Store::added_since(MDB_txn* txn, uint64_t prepared_seq
 // a new record whose text (new_record_conflict: identical) or meaning
 // (similar) was committed meanwhile, and a merge whose survivor was deleted
 // or changed meanwhile (merge_conflict).
-std::optional<std::string> Store::commit_deposit(MDB_txn* txn, const DepositPlan& d, const float* vectors,
-                                                 const std::vector<Rival>& rivals, float min_similarity, Counters& c,
-                                                 std::vector<uint64_t>& staged, std::vector<uint64_t>& ids) {
+std::optional<std::string> StoreImpl::commit_deposit(MDB_txn* txn, const DepositPlan& d, const float* vectors,
+                                                     const std::vector<Rival>& rivals, float min_similarity,
+                                                     Counters& c, std::vector<uint64_t>& staged,
+                                                     std::vector<uint64_t>& ids) {
     uint32_t oid = ensure_owner(txn, d.owner);
     const uint32_t sid = ensure_scope(txn, d.scope);
     ++c.deposits;
@@ -284,9 +285,9 @@ std::optional<std::string> Store::commit_deposit(MDB_txn* txn, const DepositPlan
     return std::nullopt;
 }
 
-std::optional<std::string> Store::new_record_conflict(MDB_txn* txn, const StatementPlan& s, const float* v,
-                                                      const std::vector<Rival>& rivals, float min_similarity,
-                                                      uint32_t scope) {
+std::optional<std::string> StoreImpl::new_record_conflict(MDB_txn* txn, const StatementPlan& s, const float* v,
+                                                          const std::vector<Rival>& rivals, float min_similarity,
+                                                          uint32_t scope) {
     MDB_val cur;
     if (agentsensus::get(txn, db_.norms, val(s.digest, kDigestBytes), cur)) {
         // Digests are keyed by scope (normalize.py): one of another scope
@@ -302,8 +303,8 @@ std::optional<std::string> Store::new_record_conflict(MDB_txn* txn, const Statem
 }
 
 // A statement becomes record id, owned by its depositor.
-void Store::create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t oid,
-                          uint32_t round, uint64_t deposit) {
+void StoreImpl::create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t oid,
+                              uint32_t round, uint64_t deposit) {
     Be64 k(id);
     put(txn, db_.records, val(k.b, 8), val(encode_record(round, deposit, s.text)), MDB_APPEND);
     put(txn, db_.vectors, val(k.b, 8), val(v, dim_ * sizeof(float)), MDB_APPEND);
@@ -319,7 +320,7 @@ void Store::create_record(MDB_txn* txn, uint64_t id, const StatementPlan& s, con
 // A merge into a committed record (target > 0) is stale when the record is
 // gone or its text is not the one the caller's policy saw; one into a record
 // of this commit (target < 0) cannot be.
-std::optional<std::string> Store::merge_conflict(MDB_txn* txn, uint64_t id, const StatementPlan& s) {
+std::optional<std::string> StoreImpl::merge_conflict(MDB_txn* txn, uint64_t id, const StatementPlan& s) {
     Be64 k(id);
     MDB_val rv;
     if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv))
@@ -333,8 +334,8 @@ std::optional<std::string> Store::merge_conflict(MDB_txn* txn, uint64_t id, cons
 
 // The merge: record id takes the kept text, the merge log what was let go
 // of, the owner set the depositor, and the text index the statement's digest.
-void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t oid, uint32_t round,
-                       uint64_t& next_merge) {
+void StoreImpl::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const float* v, uint32_t oid,
+                           uint32_t round, uint64_t& next_merge) {
     Be64 k(id);
     MDB_val rv;
     RecordHeader h;
@@ -372,7 +373,7 @@ void Store::merge_into(MDB_txn* txn, uint64_t id, const StatementPlan& s, const 
 }
 
 // Affiliation: the records one deposit ended in, pairwise.
-void Store::link_deposit(MDB_txn* txn, const std::vector<uint64_t>& ids) {
+void StoreImpl::link_deposit(MDB_txn* txn, const std::vector<uint64_t>& ids) {
     std::vector<uint64_t> distinct(ids);
     std::sort(distinct.begin(), distinct.end());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());

@@ -12,7 +12,7 @@
 
 namespace agentsensus {
 
-std::vector<DumpRow> Store::dump(uint64_t after, size_t limit) {
+std::vector<DumpRow> StoreImpl::dump(uint64_t after, size_t limit) {
     check_open();
     ReadTxn t(*env_);
     std::vector<DumpRow> out;
@@ -57,13 +57,13 @@ std::vector<DumpRow> Store::dump(uint64_t after, size_t limit) {
     return out;
 }
 
-Counters Store::counters() {
+Counters StoreImpl::counters() {
     check_open();
     ReadTxn t(*env_);
     return read_counters(t.get());
 }
 
-std::vector<std::string> Store::owner_names() {
+std::vector<std::string> StoreImpl::owner_names() {
     check_open();
     ReadTxn t(*env_);
     std::vector<std::string> out;
@@ -100,7 +100,7 @@ void check_owner_name(const std::string& name) {
 
 }  // namespace
 
-void Store::restore(const LoadBatch& b) {
+void StoreImpl::restore(const LoadBatch& b) {
     check_open();
     // Everything that needs no transaction is checked first.
     for (const std::string& a : b.owners) check_owner_name(a);
@@ -135,7 +135,7 @@ void Store::restore(const LoadBatch& b) {
 }
 
 // One imported record's fields, checked before any transaction.
-void Store::check_dump_row(const DumpRow& r) const {
+void StoreImpl::check_dump_row(const DumpRow& r) const {
     std::string what = "record " + std::to_string(r.id);
     if (r.text.empty() || r.text.size() > kMaxStatementBytes)
         throw InvalidArgument(what + ": text must be 1 to " + std::to_string(kMaxStatementBytes) + " bytes");
@@ -175,7 +175,7 @@ void Store::check_dump_row(const DumpRow& r) const {
 
 // One imported record with its vector, digests, owners, statements and the
 // edges to records loaded before it (those to later ones come with them).
-void Store::load_row(MDB_txn* txn, const DumpRow& r) {
+void StoreImpl::load_row(MDB_txn* txn, const DumpRow& r) {
     std::string what = "record " + std::to_string(r.id);
     Be64 k(r.id);
     put(txn, db_.records, val(k.b, 8), val(encode_record(r.round, r.deposit, r.text)), MDB_APPEND);
@@ -211,7 +211,7 @@ void Store::load_row(MDB_txn* txn, const DumpRow& r) {
     }
 }
 
-void Store::load_merge(MDB_txn* txn, const MergeRow& m) {
+void StoreImpl::load_merge(MDB_txn* txn, const MergeRow& m) {
     std::string what = "merge " + std::to_string(m.seq);
     Be64 sk(m.survivor);
     MDB_val sv;
@@ -221,7 +221,7 @@ void Store::load_merge(MDB_txn* txn, const MergeRow& m) {
 }
 
 // The counters the export gave (last batch), or ones above what was loaded.
-void Store::load_counters(MDB_txn* txn, const Counters* given, uint64_t last, uint64_t last_merge) {
+void StoreImpl::load_counters(MDB_txn* txn, const Counters* given, uint64_t last, uint64_t last_merge) {
     if (given) {
         const Counters& c = *given;
         if (c.next_id <= last_key(txn, db_.records))

@@ -16,15 +16,15 @@
 #include <unordered_set>
 
 #include "agentsensus/limits.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "format/bytes.hpp"
 #include "format/schema.hpp"
-#include "format/visible_text.hpp"
 #include "index/parallel.hpp"
 #include "store/store_util.hpp"
 
 namespace agentsensus {
 
-bool Store::forget(const std::string& owner, uint64_t id, const ForgetPlan& plan) {
+bool StoreImpl::forget(const std::string& owner, uint64_t id, const ForgetPlan& plan) {
     check_open();
     bool done = true;
     try {
@@ -37,7 +37,7 @@ bool Store::forget(const std::string& owner, uint64_t id, const ForgetPlan& plan
 }
 
 // forget's write, inside txn; a conflict throws CommitAbort.
-void Store::forget_in(MDB_txn* txn, const std::string& owner, uint64_t id, const ForgetPlan& plan) {
+void StoreImpl::forget_in(MDB_txn* txn, const std::string& owner, uint64_t id, const ForgetPlan& plan) {
     Be64 k(id);
     MDB_val rv;
     if (!agentsensus::get(txn, db_.records, val(k.b, 8), rv)) throw NotFound("no record " + std::to_string(id));
@@ -73,7 +73,7 @@ void Store::forget_in(MDB_txn* txn, const std::string& owner, uint64_t id, const
 // owner forgets them in the write's own transaction (no merge policy is
 // needed for a record that goes). Returns the others, for the caller's
 // forget with its policy.
-std::vector<ItemRef> Store::forget_private(MDB_txn* txn, const std::vector<ItemRef>& unused) {
+std::vector<ItemRef> StoreImpl::forget_private(MDB_txn* txn, const std::vector<ItemRef>& unused) {
     std::vector<ItemRef> shared;
     for (const ItemRef& r : unused) {
         size_t n = 0;  // owners of the record
@@ -95,7 +95,7 @@ std::vector<ItemRef> Store::forget_private(MDB_txn* txn, const std::vector<ItemR
     return shared;
 }
 
-std::vector<ItemRef> Store::write_items(const std::vector<ItemWrite>& writes) {
+std::vector<ItemRef> StoreImpl::write_items(const std::vector<ItemWrite>& writes) {
     check_open();
     std::vector<ItemRef> shared;
     env_->write([&](MDB_txn* txn) { shared = forget_private(txn, items_->write(txn, writes, {}, {})); });
@@ -110,7 +110,7 @@ std::vector<ItemRef> Store::write_items(const std::vector<ItemWrite>& writes) {
 // of its statements (the plan's set). Records of schema 1 (no said rows)
 // lose the owner's merge-log entries only: whose words their text is, is
 // not known.
-bool Store::forget_words(MDB_txn* txn, uint64_t id, uint32_t oid, const ForgetPlan& plan) {
+bool StoreImpl::forget_words(MDB_txn* txn, uint64_t id, uint32_t oid, const ForgetPlan& plan) {
     Be64 k(id);
     std::vector<SaidRow> rows = said_rows(txn, id);
     MDB_val rv;
@@ -186,7 +186,7 @@ bool Store::forget_words(MDB_txn* txn, uint64_t id, uint32_t oid, const ForgetPl
 // Removes the text index entries that point at the record, found through the
 // reverse index, and the reverse entries themselves. An entry that another
 // record took over (an exact duplicate re-pointed) is left to that record.
-void Store::drop_text_digests(MDB_txn* txn, uint64_t id) {
+void StoreImpl::drop_text_digests(MDB_txn* txn, uint64_t id) {
     Be64 k(id);
     std::vector<std::string> digests;
     {
@@ -209,7 +209,7 @@ void Store::drop_text_digests(MDB_txn* txn, uint64_t id) {
 
 // Deletes the record's merge-log entries that the owner deposited or, when
 // texts is given, that hold a text not in it.
-void Store::scrub_merges(MDB_txn* txn, uint64_t id, uint32_t oid, const std::unordered_set<std::string>* texts) {
+void StoreImpl::scrub_merges(MDB_txn* txn, uint64_t id, uint32_t oid, const std::unordered_set<std::string>* texts) {
     Be64 k(id);
     std::vector<std::string> gone;
     {

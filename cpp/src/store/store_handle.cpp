@@ -1,6 +1,8 @@
-#include "store/store_handle.hpp"
+#include "agentsensus/store_handle.hpp"
 
 #include <unistd.h>
+
+#include <mutex>
 
 #include "agentsensus/errors.hpp"
 #include "lmdb/open_registry.hpp"

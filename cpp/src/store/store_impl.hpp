@@ -17,6 +17,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "agentsensus/options.hpp"
+#include "agentsensus/recall_filter.hpp"
 #include "agentsensus/rows.hpp"
 #include "format/batch_keys.hpp"
 #include "format/record_meta.hpp"
@@ -32,29 +34,6 @@
 #include "store/settings_table.hpp"
 
 namespace agentsensus {
-
-enum class Via : uint8_t { hit = 0, edge = 1, none = 2 };
-
-// One record as the API shows it.
-struct Row {
-    uint64_t id = 0;
-    std::string text;
-    std::vector<std::string> owners;  // sorted
-    uint32_t round = 0;
-    float score = 0.f;
-    Via via = Via::none;
-    bool has_times = false;  // false: written before schema 3
-    RecordTimes times;
-    std::string metadata;  // the reading owner's (recall; get with an owner), or empty
-};
-
-struct PrepareResult {
-    uint64_t seq = 0;               // journal position of the snapshot
-    std::vector<uint64_t> exact;    // per statement: record with the same normalized text, or 0
-    std::vector<uint32_t> offsets;  // per statement: candidates[offsets[i], offsets[i+1])
-    std::vector<Hit> candidates;    // similarity >= min_similarity, best first
-    std::vector<Row> records;       // every distinct record named above
-};
 
 // What to do with one statement at commit. target: 0 makes a new record;
 // > 0 merges into that record; < 0 merges into the (-target)-th new record of
@@ -77,113 +56,15 @@ struct DepositPlan {
     std::vector<StatementPlan> statements;
 };
 
-struct CommitResult {
-    bool conflict = false;
-    std::string why;                         // set on conflict
-    std::vector<std::vector<uint64_t>> ids;  // per deposit, per statement
-    std::vector<ItemRef> unused;             // refs the commit's item writes let go of (ItemTable::write)
-};
-
-struct MergeRow {
-    uint64_t seq;
-    uint64_t survivor;
-    std::string kept, discarded, owner;
-    uint32_t round;
-};
-
-// One row of the said table: a statement as its owner deposited it into a
-// record (n = 0: the one whose vector the record keeps; vector empty there).
-struct SaidRow {
-    uint64_t n = 0;
-    std::string owner;
-    uint32_t round = 0;
-    std::string text;
-    std::vector<float> vector;  // dim floats, or empty (row 0)
-};
-
-// What forget does when other owners remain, as the caller's merge policy
-// chose it from the record's statements (the caller read with said()). The
-// expected_* fields are what it saw: anything else is a conflict.
-struct ForgetPlan {
-    std::string expected_text;
-    uint64_t expected_rows = 0, expected_last = 0;  // row count and the largest n
-    std::string text;                               // the record's text afterwards
-    uint64_t vector_from = 0;                       // row whose vector the record takes when row 0 goes
-    std::vector<std::string> digests;               // the record's text digests afterwards
-};
-
-// One record with everything an exact copy of the store needs (export and
-// import): the header fields, the vector as stored, and the normalized-text
-// digests that point at it.
-struct DumpRow {
-    uint64_t id = 0;
-    uint32_t round = 0;
-    uint64_t deposit = 0;
-    std::string text;
-    std::vector<std::string> owners;   // sorted
-    std::vector<uint64_t> edges;       // ascending
-    std::vector<std::string> digests;  // kDigestBytes each, ascending
-    std::vector<float> vector;         // dim floats
-    std::vector<SaidRow> said;         // its statements, n ascending (none: written by schema 1)
-    std::string scope;                 // "" the default scope
-};
-
-// The store-wide counters a copy must continue from.
-struct Counters {
-    uint64_t next_id = 1, next_merge = 1, deposits = 0;
-};
-
-// One write transaction of an import into a store that holds no records.
-// Rows and merges must come in ascending id/seq order, after everything
-// loaded before; an edge to a lower id needs that record loaded (an edge to a
-// higher id is added when that record's row lists it back).
-struct LoadBatch {
-    std::vector<std::string> owners;  // owner names to create first, in order
-    std::vector<DumpRow> rows;
-    std::vector<MergeRow> merges;
-    const Counters* counters = nullptr;  // set the counters (last batch)
-};
-
-struct Stats {
-    uint64_t records = 0, deposits = 0, merges = 0, shared = 0, linked = 0, max_owners = 0, owners = 0;
-};
-
-// One statement's lexical search (Store::lexical): its text, its vector (dim
-// floats, as given) for the similarity of each hit, and the ids whose BM25
-// score it also wants (its vector candidates).
-struct LexicalQuery {
-    std::string_view text;
-    const float* vector = nullptr;
-    std::vector<int64_t> also;
-    std::vector<int64_t> exclude;  // never hits (the statement's vector candidates): the top k is of the others
-};
-
-struct LexicalAnswer {
-    std::vector<uint32_t> offsets;         // per query: hits[offsets[i], offsets[i+1])
-    std::vector<LexicalHit> hits;          // BM25 best first
-    std::vector<float> similarity;         // per hit: to the query's vector (NaN for an overlay's new record)
-    std::vector<std::vector<float>> also;  // per query: the scores of its also ids
-    std::vector<Row> records;              // every committed record hit, once
-};
-
-struct StoreOptions {
-    uint32_t dim = 0;  // 0: take it from the store (required to create)
-    Metric metric = Metric::cos;
-    bool metric_given = false;  // check metric against an existing store
-    bool create = true;
-    bool readonly = false;
-    bool sync = true;
-    size_t map_size = size_t(256) << 20;  // initial LMDB map; it grows on demand
-    size_t exact_cutoff = 4096;           // owners with at most this many records are scanned exactly
-    IndexParams index;
-};
-
-class Store {
+// The store's implementation behind Store (agentsensus/store.hpp): the
+// same public methods, and the members of each concern in the store_*.cpp
+// file named for it.
+class StoreImpl {
 public:
-    Store(const std::string& dir, const StoreOptions& o);
-    ~Store();
-    Store(const Store&) = delete;
-    Store& operator=(const Store&) = delete;
+    StoreImpl(const std::string& dir, const StoreOptions& o);
+    ~StoreImpl();
+    StoreImpl(const StoreImpl&) = delete;
+    StoreImpl& operator=(const StoreImpl&) = delete;
 
     uint32_t dim() const { return dim_; }
     Metric metric() const { return metric_; }
@@ -228,7 +109,7 @@ public:
         check_open();
         return *settings_;
     }
-    // The result recorded under a batch key, if any (batch_keys.cpp).
+    // The result recorded under a batch key, if any (store_batch_keys.cpp).
     std::optional<BatchResult> batch_result(const std::string& key);
     // Batch keys in key order after `after` ("" from the first), at most limit (export).
     std::vector<std::pair<std::string, BatchResult>> batch_keys(const std::string& after, size_t limit);
@@ -249,16 +130,11 @@ public:
     // With owner, the row carries that owner's metadata.
     Row get(uint64_t id, const std::string& owner = std::string());
     // A record's times and every owner's metadata, for export and import
-    // (record_meta.cpp): ids ascending after `after`, at most limit rows
+    // (store_store_record_meta.cpp): ids ascending after `after`, at most limit rows
     // (records without times or metadata are left out).
-    struct MetaDump {
-        uint64_t id = 0;
-        bool has_times = false;
-        RecordTimes times;
-        std::vector<std::pair<std::string, std::string>> metadata;  // (owner name, JSON), owner id order
-    };
+    using MetaDump = agentsensus::MetaDump;
     std::vector<MetaDump> meta_dump(uint64_t after, size_t limit);
-    // The record's merge-log entries, seq ascending (its history; record_meta.cpp).
+    // The record's merge-log entries, seq ascending (its history; store_record_meta.cpp).
     std::vector<MergeRow> merges_of(uint64_t id);
     // Writes imported times and metadata in one transaction: each row names a
     // live record, each owner one of its owners (else InvalidArgument, nothing written).
@@ -267,13 +143,13 @@ public:
     // digest, its statements (one, row 0), a merge-log entry of the text let
     // go of, updated time and (unless empty) its metadata. False: a conflict
     // (the text is no longer expected_text), nothing written. InvalidArgument
-    // when others own it too (record_meta.cpp).
+    // when others own it too (store_store_record_meta.cpp).
     bool update(const std::string& owner, uint64_t id, std::string_view expected_text, std::string_view text,
                 const unsigned char* digest, const float* vector, uint32_t round, std::string_view metadata);
     std::vector<uint64_t> neighbors(uint64_t id);
     std::vector<uint64_t> owned(const std::string& owner);
 
-    // Scopes (scopes.cpp). A record's scope is the one of the deposit that
+    // Scopes (store_scopes.cpp). A record's scope is the one of the deposit that
     // created it ("" the default scope) and never changes. The scope of a
     // record (NotFound when absent); of many ("" for absent ones too); every
     // named scope, in the order the store met them.
@@ -293,7 +169,7 @@ public:
     // The record's text and its said rows, n ascending (NotFound when absent).
     std::pair<std::string, std::vector<SaidRow>> said(uint64_t id);
     Stats stats();
-    // The same counts for one scope's live records only (scopes.cpp): merges
+    // The same counts for one scope's live records only (store_scopes.cpp): merges
     // of its records, owners among its records, and as deposits the deposits
     // that created its live records; nothing of another scope shows.
     Stats stats(std::string_view scope);
@@ -409,16 +285,16 @@ private:
     std::vector<Row> recall_rows(MDB_txn* txn, uint32_t owner, const std::vector<Hit>& hits, bool expand,
                                  const RecallFilter& filter = RecallFilter(),
                                  const std::vector<uint64_t>* members = nullptr);
-    // Whether record id passes filter for owner oid (recall_filter.cpp).
+    // Whether record id passes filter for owner oid (store_recall_filter.cpp).
     bool passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& filter);
-    // Keeps the ids (ascending) that pass, reading with forward cursors (recall_filter.cpp).
+    // Keeps the ids (ascending) that pass, reading with forward cursors (store_recall_filter.cpp).
     void keep_passing(MDB_txn* txn, uint32_t oid, std::vector<uint64_t>& ids, const RecallFilter& filter);
     // The owner's ids that pass the filter in txn's snapshot, as a scan last
     // found them there (null when no scan did); remember_passing keeps them.
     std::shared_ptr<const std::vector<uint64_t>> passing_ids(MDB_txn* txn, uint32_t oid, const RecallFilter& filter);
     void remember_passing(MDB_txn* txn, uint32_t oid, const RecallFilter& filter,
                           std::shared_ptr<const std::vector<uint64_t>> ids);
-    // The side tables of record_meta.hpp (record_meta.cpp): reads into a
+    // The side tables of record_meta.hpp (store_store_record_meta.cpp): reads into a
     // row, stamps (created and updated, or updated only), an owner's
     // metadata (checked first), and the deletes of a record's or an owner's rows.
     void read_record_meta(MDB_txn* txn, uint64_t id, uint32_t oid, Row& row);
@@ -465,7 +341,7 @@ private:
     void load_merge(MDB_txn* txn, const MergeRow& m);
     void load_counters(MDB_txn* txn, const Counters* given, uint64_t last, uint64_t last_merge);
 
-    // Scope helpers (scopes.cpp). scope_view: the records of a scope for
+    // Scope helpers (store_scopes.cpp). scope_view: the records of a scope for
     // prepare; search_scope: the graph search kept to them, widening, or an
     // exact scan of them (index only: safe on prepare's worker threads).
     // record_scope: 0 for the default scope (no row). ensure_scope gives a
@@ -483,7 +359,7 @@ private:
     void drop_scope(MDB_txn* txn, uint64_t id);
     void verify_scopes(MDB_txn* txn, const std::set<uint64_t>& records, const std::function<void(std::string)>& bad);
     void repair_scopes(MDB_txn* txn, std::set<uint64_t>& keep);
-    // I16 (times) and I17 (metadata), record_meta.cpp: verify reports rows of
+    // I16 (times) and I17 (metadata), store_record_meta.cpp: verify reports rows of
     // absent records, metadata of non-owners, and damaged values; repair
     // drops them (after the owner sets are rebuilt).
     void verify_record_meta(MDB_txn* txn, const std::set<uint64_t>& records,
@@ -550,7 +426,7 @@ private:
 
     // The latest few filters' passing ids, each valid in one snapshot only
     // (LMDB's txn id names a snapshot: same id, same data), so a filter
-    // repeated between commits is not evaluated again (recall_filter.cpp).
+    // repeated between commits is not evaluated again (store_recall_filter.cpp).
     struct PassingIds {
         size_t snapshot;
         uint32_t oid;

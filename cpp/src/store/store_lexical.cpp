@@ -12,13 +12,13 @@
 
 namespace agentsensus {
 
-bool Store::lexical_built() {
+bool StoreImpl::lexical_built() {
     check_open();
     ReadTxn t(*env_);
     return lexical_->built(t.get());
 }
 
-void Store::build_lexical(const std::function<void(uint64_t, uint64_t)>& progress) {
+void StoreImpl::build_lexical(const std::function<void(uint64_t, uint64_t)>& progress) {
     check_open();
     if (env_->readonly()) throw Error("the store at " + dir_ + " is open read-only");
     // Another process may have built it meanwhile: the check is inside the
@@ -28,8 +28,8 @@ void Store::build_lexical(const std::function<void(uint64_t, uint64_t)>& progres
     });
 }
 
-LexicalAnswer Store::lexical(const std::vector<LexicalQuery>& queries, size_t k,
-                             const std::vector<LexicalOverlay>& overlay, std::string_view scope) {
+LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_t k,
+                                 const std::vector<LexicalOverlay>& overlay, std::string_view scope) {
     check_open();
     LexicalAnswer out;
     out.offsets.assign(queries.size() + 1, 0);
@@ -76,8 +76,8 @@ namespace {
 constexpr double kRrf = 60;
 }  // namespace
 
-std::vector<Row> Store::recall_fused(const std::string& owner, const float* query, std::string_view text, size_t k,
-                                     bool expand, std::vector<float>& lexical) {
+std::vector<Row> StoreImpl::recall_fused(const std::string& owner, const float* query, std::string_view text, size_t k,
+                                         bool expand, std::vector<float>& lexical) {
     check_open();
     lexical.clear();
     if (k == 0) return {};

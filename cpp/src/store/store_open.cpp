@@ -16,9 +16,9 @@
 #include <unordered_set>
 
 #include "agentsensus/limits.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "format/bytes.hpp"
 #include "format/schema.hpp"
-#include "format/visible_text.hpp"
 #include "index/parallel.hpp"
 #include "store/store_util.hpp"
 
@@ -26,7 +26,7 @@ namespace agentsensus {
 
 // ---------------------------------------------------------------- open/close
 
-Store::Store(const std::string& dir, const StoreOptions& o)
+StoreImpl::StoreImpl(const std::string& dir, const StoreOptions& o)
     : dir_(dir), exact_cutoff_(o.exact_cutoff), expansion_search_(o.index.expansion_search) {
     if (o.dim > kMaxDim) throw InvalidArgument("dim must be at most " + std::to_string(kMaxDim));
     Env::Options eo;
@@ -128,7 +128,7 @@ Store::Store(const std::string& dir, const StoreOptions& o)
     warmer_ = std::make_unique<FileWarmer>(dir_ + "/data.mdb");
 }
 
-Store::~Store() {
+StoreImpl::~StoreImpl() {
     try {
         close();
     } catch (...) {
@@ -136,22 +136,22 @@ Store::~Store() {
     }
 }
 
-void Store::check_open() const {
+void StoreImpl::check_open() const {
     if (!env_) throw Error("store is closed");
 }
 
-uint64_t Store::meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t dflt) {
+uint64_t StoreImpl::meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t dflt) {
     MDB_val v;
     if (!agentsensus::get(txn, db_.meta, meta_key(key), v)) return dflt;
     if (v.mv_size != 8) throw Corrupt(std::string("meta '") + key.name + "' has the wrong size");
     return load<uint64_t>(v.mv_data);
 }
 
-void Store::set_meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t x) {
+void StoreImpl::set_meta_u64(MDB_txn* txn, const MetaKey& key, uint64_t x) {
     put(txn, db_.meta, meta_key(key), val(&x, 8));
 }
 
-Counters Store::read_counters(MDB_txn* txn) {
+Counters StoreImpl::read_counters(MDB_txn* txn) {
     Counters c;
     c.next_id = meta_u64(txn, kMetaNextId, 1);
     c.next_merge = meta_u64(txn, kMetaNextMerge, 1);
@@ -159,13 +159,13 @@ Counters Store::read_counters(MDB_txn* txn) {
     return c;
 }
 
-void Store::write_counters(MDB_txn* txn, const Counters& c) {
+void StoreImpl::write_counters(MDB_txn* txn, const Counters& c) {
     set_meta_u64(txn, kMetaNextId, c.next_id);
     set_meta_u64(txn, kMetaNextMerge, c.next_merge);
     set_meta_u64(txn, kMetaDeposits, c.deposits);
 }
 
-void Store::init_or_check(const StoreOptions& o) {
+void StoreImpl::init_or_check(const StoreOptions& o) {
     bool fresh = false;
     {
         ReadTxn t(*env_);
@@ -227,7 +227,7 @@ void Store::init_or_check(const StoreOptions& o) {
                               metric_name(metric_) + "', but metric='" + metric_name(o.metric) + "' was given");
 }
 
-uint64_t Store::journal_end(MDB_txn* txn) {
+uint64_t StoreImpl::journal_end(MDB_txn* txn) {
     Cursor c(txn, db_.journal);
     MDB_val k, v;
     if (!c.op(k, v, MDB_LAST)) return 0;
@@ -269,7 +269,7 @@ static void remove_abandoned_compaction(const std::string& dir) {
     rmdir(tmp.c_str());
 }
 
-void Store::open_index() {
+void StoreImpl::open_index() {
     if (!env_->readonly()) {
         remove_dead_index_temps(dir_);
         remove_abandoned_compaction(dir_);
@@ -296,7 +296,7 @@ void Store::open_index() {
     }
 }
 
-void Store::rebuild_index_locked(MDB_txn* txn) {
+void StoreImpl::rebuild_index_locked(MDB_txn* txn) {
     index_->clear();
     allow_.clear();
     Cursor c(txn, db_.vectors);
@@ -324,7 +324,7 @@ void Store::rebuild_index_locked(MDB_txn* txn) {
     index_saved_valid_ = false;
 }
 
-void Store::catch_up_locked(MDB_txn* txn) {
+void StoreImpl::catch_up_locked(MDB_txn* txn) {
     Cursor c(txn, db_.journal);
     Be64 from(applied_seq_ + 1);
     MDB_val k = val(from.b, 8), v;
@@ -372,7 +372,7 @@ void Store::catch_up_locked(MDB_txn* txn) {
     index_->add_many(adds.data(), add_vecs.data(), adds.size());
 }
 
-void Store::sync_index() {
+void StoreImpl::sync_index() {
     {
         std::shared_lock<std::shared_mutex> lock(index_mu_);
         ReadTxn t(*env_);
@@ -383,7 +383,7 @@ void Store::sync_index() {
     catch_up_locked(t.get());
 }
 
-uint64_t Store::checkpoint() {
+uint64_t StoreImpl::checkpoint() {
     check_open();
     if (env_->readonly()) throw Error("the store at " + dir_ + " is open read-only");
     // Exclusive: the saved file must be one state of the index, caught up to
@@ -406,7 +406,7 @@ uint64_t Store::checkpoint() {
     return saved_seq_;
 }
 
-void Store::close() {
+void StoreImpl::close() {
     if (!env_) return;
     warmer_.reset();
     {

@@ -16,9 +16,9 @@
 #include <unordered_set>
 
 #include "agentsensus/limits.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "format/bytes.hpp"
 #include "format/schema.hpp"
-#include "format/visible_text.hpp"
 #include "index/parallel.hpp"
 #include "store/store_util.hpp"
 
@@ -26,23 +26,23 @@ namespace agentsensus {
 
 // ---------------------------------------------------------------- reads
 
-void Store::prepare_vector(const float* in, float* out) const {
+void StoreImpl::prepare_vector(const float* in, float* out) const {
     if (!finite_all(in, dim_)) throw InvalidArgument("vector has NaN or inf");
     std::memcpy(out, in, dim_ * sizeof(float));
     if (metric_ == Metric::cos && !normalize(out, dim_))
         throw InvalidArgument("vector has zero norm, which metric 'cos' cannot compare");
 }
 
-void Store::prepare_vectors(const float* in, size_t n, float* out) const {
+void StoreImpl::prepare_vectors(const float* in, size_t n, float* out) const {
     for (size_t i = 0; i < n; ++i) prepare_vector(in + i * dim_, out + i * dim_);
 }
 
-void Store::similarities(const float* queries, size_t n, const float* kept, size_t m, float* out) const {
+void StoreImpl::similarities(const float* queries, size_t n, const float* kept, size_t m, float* out) const {
     for (size_t i = 0; i < n; ++i)
         for (size_t j = 0; j < m; ++j) out[i * m + j] = similarity(metric_, queries + i * dim_, kept + j * dim_, dim_);
 }
 
-bool Store::vector_of(MDB_txn* txn, uint64_t id, float* out) {
+bool StoreImpl::vector_of(MDB_txn* txn, uint64_t id, float* out) {
     Be64 k(id);
     MDB_val v;
     if (!agentsensus::get(txn, db_.vectors, val(k.b, 8), v)) return false;
@@ -51,7 +51,7 @@ bool Store::vector_of(MDB_txn* txn, uint64_t id, float* out) {
     return true;
 }
 
-std::optional<uint32_t> Store::owner_id(MDB_txn* txn, std::string_view name) {
+std::optional<uint32_t> StoreImpl::owner_id(MDB_txn* txn, std::string_view name) {
     MDB_val v;
     if (name.empty() || name.size() > 511) return std::nullopt;
     if (!agentsensus::get(txn, db_.owners_by_name, val(name), v)) return std::nullopt;
@@ -59,7 +59,7 @@ std::optional<uint32_t> Store::owner_id(MDB_txn* txn, std::string_view name) {
     return load<uint32_t>(v.mv_data);
 }
 
-std::string Store::owner_name(MDB_txn* txn, uint32_t oid) {
+std::string StoreImpl::owner_name(MDB_txn* txn, uint32_t oid) {
     {
         std::lock_guard<std::mutex> g(names_mu_);
         auto it = names_.find(oid);
@@ -76,14 +76,14 @@ std::string Store::owner_name(MDB_txn* txn, uint32_t oid) {
     return name;
 }
 
-bool Store::owns(MDB_txn* txn, uint32_t oid, uint64_t id) {
+bool StoreImpl::owns(MDB_txn* txn, uint32_t oid, uint64_t id) {
     Be64 k(id);
     MDB_val key = val(k.b, 8), v = val(&oid, 4);
     Cursor c(txn, db_.owners);
     return c.op(key, v, MDB_GET_BOTH);
 }
 
-size_t Store::owned_count(MDB_txn* txn, uint32_t oid) {
+size_t StoreImpl::owned_count(MDB_txn* txn, uint32_t oid) {
     Be32 k(oid);
     MDB_val key = val(k.b, 4), v;
     Cursor c(txn, db_.owned);
@@ -94,12 +94,12 @@ size_t Store::owned_count(MDB_txn* txn, uint32_t oid) {
     return n;
 }
 
-std::vector<uint64_t> Store::owned_ids(MDB_txn* txn, uint32_t oid) {
+std::vector<uint64_t> StoreImpl::owned_ids(MDB_txn* txn, uint32_t oid) {
     Be32 k(oid);
     return u64_dups(txn, db_.owned, val(k.b, 4));
 }
 
-bool Store::read_row(MDB_txn* txn, uint64_t id, Row& row) {
+bool StoreImpl::read_row(MDB_txn* txn, uint64_t id, Row& row) {
     Be64 k(id);
     MDB_val v;
     if (!agentsensus::get(txn, db_.records, val(k.b, 8), v)) return false;
@@ -123,12 +123,12 @@ bool Store::read_row(MDB_txn* txn, uint64_t id, Row& row) {
     return true;
 }
 
-std::vector<uint64_t> Store::neighbors_in(MDB_txn* txn, uint64_t id) {
+std::vector<uint64_t> StoreImpl::neighbors_in(MDB_txn* txn, uint64_t id) {
     Be64 k(id);
     return u64_dups(txn, db_.edges, val(k.b, 8));
 }
 
-std::vector<Row> Store::records(uint64_t after, size_t limit) {
+std::vector<Row> StoreImpl::records(uint64_t after, size_t limit) {
     check_open();
     ReadTxn t(*env_);
     std::vector<Row> out;
@@ -147,7 +147,7 @@ std::vector<Row> Store::records(uint64_t after, size_t limit) {
     return out;
 }
 
-Row Store::get(uint64_t id, const std::string& owner) {
+Row StoreImpl::get(uint64_t id, const std::string& owner) {
     check_open();
     ReadTxn t(*env_);
     Row r;
@@ -157,7 +157,7 @@ Row Store::get(uint64_t id, const std::string& owner) {
     return r;
 }
 
-std::vector<uint64_t> Store::neighbors(uint64_t id) {
+std::vector<uint64_t> StoreImpl::neighbors(uint64_t id) {
     check_open();
     ReadTxn t(*env_);
     Be64 k(id);
@@ -166,7 +166,7 @@ std::vector<uint64_t> Store::neighbors(uint64_t id) {
     return neighbors_in(t.get(), id);
 }
 
-std::vector<uint64_t> Store::owned(const std::string& owner) {
+std::vector<uint64_t> StoreImpl::owned(const std::string& owner) {
     check_open();
     ReadTxn t(*env_);
     auto oid = owner_id(t.get(), owner);
@@ -174,7 +174,7 @@ std::vector<uint64_t> Store::owned(const std::string& owner) {
     return owned_ids(t.get(), *oid);
 }
 
-Stats Store::stats() {
+Stats StoreImpl::stats() {
     check_open();
     ReadTxn t(*env_);
     Stats s;
@@ -197,7 +197,7 @@ Stats Store::stats() {
     return s;
 }
 
-std::vector<MergeRow> Store::merges(uint64_t after_seq, size_t limit) {
+std::vector<MergeRow> StoreImpl::merges(uint64_t after_seq, size_t limit) {
     check_open();
     ReadTxn t(*env_);
     std::vector<MergeRow> out;

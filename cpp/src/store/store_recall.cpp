@@ -15,9 +15,9 @@
 #include <unordered_set>
 
 #include "agentsensus/limits.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "format/bytes.hpp"
 #include "format/schema.hpp"
-#include "format/visible_text.hpp"
 #include "index/parallel.hpp"
 #include "store/store_util.hpp"
 
@@ -57,14 +57,14 @@ constexpr size_t kOverfetch = 3, kScanPerCandidate = 100;
 constexpr float kCrowded = 0.1f;
 }  // namespace
 
-size_t Store::search_cost(size_t width) const { return std::max(width, expansion_search_) * kScanPerCandidate; }
+size_t StoreImpl::search_cost(size_t width) const { return std::max(width, expansion_search_) * kScanPerCandidate; }
 
 // The probes are the stored vectors at evenly spaced keys, each searched
 // unfiltered at the default width as a query near a record would be; crowded
 // when the k-th best (kProbeK, the default k) lies within kCrowded of the
 // last candidate for more than half of them. kProbes searches at the default
 // width, at the first graph recall of an open that could start wider.
-bool Store::neighbourhoods_crowded(MDB_txn* txn, size_t total) {
+bool StoreImpl::neighbourhoods_crowded(MDB_txn* txn, size_t total) {
     if (auto v = crowd_.verdict(total)) return *v;
     constexpr size_t kProbeK = 5;
     Cursor c(txn, db_.vectors);
@@ -91,8 +91,8 @@ bool Store::neighbourhoods_crowded(MDB_txn* txn, size_t total) {
     return verdict;
 }
 
-std::vector<Row> Store::recall(const std::string& owner, const float* query, size_t k, bool expand,
-                               const RecallFilter& filter, float threshold) {
+std::vector<Row> StoreImpl::recall(const std::string& owner, const float* query, size_t k, bool expand,
+                                   const RecallFilter& filter, float threshold) {
     check_open();
     std::vector<float> q(dim_);
     prepare_vector(query, q.data());
@@ -130,7 +130,7 @@ std::vector<Row> Store::recall(const std::string& owner, const float* query, siz
 }
 
 // The owner's allow-set, current to the latest commit.
-void Store::ensure_allow_set(uint32_t oid) {
+void StoreImpl::ensure_allow_set(uint32_t oid) {
     sync_index();
     {
         // Shared in the common case: an exclusive lock here would wait for
@@ -154,8 +154,8 @@ void Store::ensure_allow_set(uint32_t oid) {
 // seen among the owner's candidates, so that a selective filter goes to the
 // scan after one search instead of several. Holds index_mu_ shared; the
 // owner's allow-set exists.
-bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, size_t count, size_t total,
-                         size_t wanted, std::vector<Hit>& hits, const RecallFilter& filter, bool trust_bits) {
+bool StoreImpl::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, size_t count, size_t total,
+                             size_t wanted, std::vector<Hit>& hits, const RecallFilter& filter, bool trust_bits) {
     const std::vector<uint64_t>& bits = allow_.at(oid);
     const size_t want = std::min(k, count), enough = filter.empty() ? want : std::min(count, kOverfetch * k);
     const size_t asked = wanted;
@@ -217,8 +217,8 @@ bool Store::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, s
 }
 
 // The exact best k of the owner's records. Holds index_mu_ shared.
-std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, const RecallFilter& filter,
-                                   std::shared_ptr<const std::vector<uint64_t>>* scanned) {
+std::vector<Hit> StoreImpl::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t k, const RecallFilter& filter,
+                                       std::shared_ptr<const std::vector<uint64_t>>* scanned) {
     // Filtered before scoring: the k best scored are the k best that pass.
     std::shared_ptr<const std::vector<uint64_t>> passing = passing_ids(txn, oid, filter);
     if (!passing) {
@@ -245,8 +245,8 @@ std::vector<Hit> Store::scan_owned(MDB_txn* txn, uint32_t oid, const float* q, s
 // snapshot read as the owner's records that pass the filter (ascending): a
 // neighbour's membership is then a binary search in it, not an owner lookup
 // and a filter check in LMDB.
-std::vector<Row> Store::recall_rows(MDB_txn* txn, uint32_t oid, const std::vector<Hit>& hits, bool expand,
-                                    const RecallFilter& filter, const std::vector<uint64_t>* members) {
+std::vector<Row> StoreImpl::recall_rows(MDB_txn* txn, uint32_t oid, const std::vector<Hit>& hits, bool expand,
+                                        const RecallFilter& filter, const std::vector<uint64_t>* members) {
     std::vector<Row> rows;
     std::unordered_set<uint64_t> seen;
     for (const Hit& h : hits) {

@@ -16,7 +16,7 @@ namespace agentsensus {
 
 // The filter's inputs for one record, read in the caller's snapshot: only
 // what the filter asks for.
-bool Store::passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& f) {
+bool StoreImpl::passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& f) {
     if (f.empty()) return true;
     RecallFilter::Inputs in;
     Be64 k(id);
@@ -44,7 +44,7 @@ namespace {
 constexpr size_t kPassingKept = 8;  // filters remembered (a few users' or agents' at a time)
 }  // namespace
 
-std::shared_ptr<const std::vector<uint64_t>> Store::passing_ids(MDB_txn* txn, uint32_t oid, const RecallFilter& f) {
+std::shared_ptr<const std::vector<uint64_t>> StoreImpl::passing_ids(MDB_txn* txn, uint32_t oid, const RecallFilter& f) {
     if (f.empty()) return nullptr;
     size_t snapshot = mdb_txn_id(txn);
     std::lock_guard<std::mutex> g(passing_mu_);
@@ -53,8 +53,8 @@ std::shared_ptr<const std::vector<uint64_t>> Store::passing_ids(MDB_txn* txn, ui
     return nullptr;
 }
 
-void Store::remember_passing(MDB_txn* txn, uint32_t oid, const RecallFilter& f,
-                             std::shared_ptr<const std::vector<uint64_t>> kept) {
+void StoreImpl::remember_passing(MDB_txn* txn, uint32_t oid, const RecallFilter& f,
+                                 std::shared_ptr<const std::vector<uint64_t>> kept) {
     if (f.empty()) return;
     size_t snapshot = mdb_txn_id(txn);
     std::lock_guard<std::mutex> g(passing_mu_);
@@ -96,7 +96,7 @@ bool at(const MDB_val& k, const unsigned char* key, size_t n) {
 
 // passes() for every id of an ascending list, with one cursor per table the
 // filter reads walking forward (the exact owner scan's filter).
-void Store::keep_passing(MDB_txn* txn, uint32_t oid, std::vector<uint64_t>& ids, const RecallFilter& f) {
+void StoreImpl::keep_passing(MDB_txn* txn, uint32_t oid, std::vector<uint64_t>& ids, const RecallFilter& f) {
     if (f.empty()) return;
     const bool meta = has_record_meta_;
     Cursor rc(txn, db_.records), tc(txn, meta ? db_.times : db_.records), mc(txn, meta ? db_.metadata : db_.records);

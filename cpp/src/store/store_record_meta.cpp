@@ -7,8 +7,8 @@
 
 #include "agentsensus/errors.hpp"
 #include "agentsensus/limits.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "format/record_meta.hpp"
-#include "format/visible_text.hpp"
 #include "store/store_impl.hpp"
 
 // The members that read and write times and metadata; create_record and
@@ -22,7 +22,7 @@ namespace {
 struct CommitAbortSignal {};
 }  // namespace
 
-void Store::read_record_meta(MDB_txn* txn, uint64_t id, uint32_t oid, Row& row) {
+void StoreImpl::read_record_meta(MDB_txn* txn, uint64_t id, uint32_t oid, Row& row) {
     row.has_times = false;
     row.metadata.clear();
     if (!has_record_meta_) return;
@@ -40,7 +40,7 @@ void Store::read_record_meta(MDB_txn* txn, uint64_t id, uint32_t oid, Row& row) 
 
 // created: a new record (both times now); else its updated time moves.
 // Monotonic per record: a clock stepped back never makes updated < created.
-void Store::stamp_times(MDB_txn* txn, uint64_t id, bool created) {
+void StoreImpl::stamp_times(MDB_txn* txn, uint64_t id, bool created) {
     Be64 k(id);
     RecordTimes t;
     uint64_t now = now_micros();
@@ -58,14 +58,14 @@ void Store::stamp_times(MDB_txn* txn, uint64_t id, bool created) {
     put(txn, db_.times, val(k.b, 8), val(b.data(), b.size()));
 }
 
-void Store::put_metadata(MDB_txn* txn, uint64_t id, uint32_t oid, std::string_view json) {
+void StoreImpl::put_metadata(MDB_txn* txn, uint64_t id, uint32_t oid, std::string_view json) {
     std::string why;
     if (!valid_metadata(json, why)) throw InvalidArgument(why);
     auto mk = metadata_key(id, oid);
     put(txn, db_.metadata, val(mk.data(), mk.size()), val(json));
 }
 
-void Store::drop_metadata(MDB_txn* txn, uint64_t id, uint32_t oid) {
+void StoreImpl::drop_metadata(MDB_txn* txn, uint64_t id, uint32_t oid) {
     if (oid != 0) {
         auto mk = metadata_key(id, oid);
         scrub_del(txn, db_.metadata, val(mk.data(), mk.size()));
@@ -86,13 +86,13 @@ void Store::drop_metadata(MDB_txn* txn, uint64_t id, uint32_t oid) {
     for (const auto& key : keys) scrub_del(txn, db_.metadata, val(key.data(), key.size()));
 }
 
-void Store::drop_times(MDB_txn* txn, uint64_t id) {
+void StoreImpl::drop_times(MDB_txn* txn, uint64_t id) {
     Be64 k(id);
     del(txn, db_.times, val(k.b, 8));
 }
 
-bool Store::update(const std::string& owner, uint64_t id, std::string_view expected_text, std::string_view text,
-                   const unsigned char* digest, const float* vector, uint32_t round, std::string_view metadata) {
+bool StoreImpl::update(const std::string& owner, uint64_t id, std::string_view expected_text, std::string_view text,
+                       const unsigned char* digest, const float* vector, uint32_t round, std::string_view metadata) {
     check_open();
     if (env_->readonly()) throw Error("the store at " + dir_ + " is open read-only");
     if (text.empty() || text.size() > kMaxStatementBytes)
@@ -162,7 +162,7 @@ bool Store::update(const std::string& owner, uint64_t id, std::string_view expec
 
 namespace agentsensus {
 
-std::vector<Store::MetaDump> Store::meta_dump(uint64_t after, size_t limit) {
+std::vector<StoreImpl::MetaDump> StoreImpl::meta_dump(uint64_t after, size_t limit) {
     check_open();
     std::vector<MetaDump> out;
     if (!has_record_meta_) return out;
@@ -191,7 +191,7 @@ std::vector<Store::MetaDump> Store::meta_dump(uint64_t after, size_t limit) {
     return out;
 }
 
-void Store::load_meta(const std::vector<MetaDump>& rows) {
+void StoreImpl::load_meta(const std::vector<MetaDump>& rows) {
     check_open();
     if (env_->readonly()) throw Error("the store at " + dir_ + " is open read-only");
     for (const MetaDump& d : rows) {
@@ -227,7 +227,7 @@ void Store::load_meta(const std::vector<MetaDump>& rows) {
 
 namespace agentsensus {
 
-std::vector<MergeRow> Store::merges_of(uint64_t id) {
+std::vector<MergeRow> StoreImpl::merges_of(uint64_t id) {
     check_open();
     ReadTxn t(*env_);
     Be64 k(id);
@@ -253,8 +253,8 @@ std::vector<MergeRow> Store::merges_of(uint64_t id) {
 
 namespace agentsensus {
 
-void Store::verify_record_meta(MDB_txn* txn, const std::set<uint64_t>& records,
-                               const std::function<void(std::string)>& bad) {
+void StoreImpl::verify_record_meta(MDB_txn* txn, const std::set<uint64_t>& records,
+                                   const std::function<void(std::string)>& bad) {
     if (!has_record_meta_) return;
     Cursor c(txn, db_.times);
     MDB_val k, v;
@@ -286,7 +286,7 @@ void Store::verify_record_meta(MDB_txn* txn, const std::set<uint64_t>& records,
     }
 }
 
-void Store::repair_record_meta(MDB_txn* txn, const std::set<uint64_t>& keep) {
+void StoreImpl::repair_record_meta(MDB_txn* txn, const std::set<uint64_t>& keep) {
     std::vector<std::string> gone_times, gone_meta;
     {
         Cursor c(txn, db_.times);

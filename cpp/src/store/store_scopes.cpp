@@ -10,9 +10,9 @@
 #include <unordered_set>
 
 #include "agentsensus/limits.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "format/bytes.hpp"
 #include "format/schema.hpp"
-#include "format/visible_text.hpp"
 #include "store/store_impl.hpp"
 
 namespace agentsensus {
@@ -52,17 +52,17 @@ void check_scope_name(std::string_view name) {
     if (!has_visible(name)) throw InvalidArgument("scope has no visible character");
 }
 
-constexpr size_t kOverfetch = 3, kScanPerCandidate = 200;  // as recall's plan (store.cpp)
+constexpr size_t kOverfetch = 3, kScanPerCandidate = 200;  // as recall's plan (store_recall.cpp)
 
 }  // namespace
 
-bool Store::ScopeView::contains(uint64_t id) const {
+bool StoreImpl::ScopeView::contains(uint64_t id) const {
     if (!filtered) return true;
     size_t w = id >> 6;
     return w < bits.size() && (bits[w] >> (id & 63)) & 1;
 }
 
-uint32_t Store::record_scope(MDB_txn* txn, uint64_t id) {
+uint32_t StoreImpl::record_scope(MDB_txn* txn, uint64_t id) {
     if (!has_scopes_) return 0;
     Be64 k(id);
     MDB_val v;
@@ -71,7 +71,7 @@ uint32_t Store::record_scope(MDB_txn* txn, uint64_t id) {
     return load<uint32_t>(v.mv_data);
 }
 
-std::optional<uint32_t> Store::scope_id(MDB_txn* txn, std::string_view name) {
+std::optional<uint32_t> StoreImpl::scope_id(MDB_txn* txn, std::string_view name) {
     if (name.empty()) return 0u;
     if (!has_scopes_ || name.size() > kMaxOwnerBytes) return std::nullopt;
     MDB_val v;
@@ -80,7 +80,7 @@ std::optional<uint32_t> Store::scope_id(MDB_txn* txn, std::string_view name) {
     return load<uint32_t>(v.mv_data);
 }
 
-std::string Store::scope_name(MDB_txn* txn, uint32_t sid) {
+std::string StoreImpl::scope_name(MDB_txn* txn, uint32_t sid) {
     if (sid == 0) return std::string();
     Be32 k(sid);
     MDB_val v;
@@ -89,7 +89,7 @@ std::string Store::scope_name(MDB_txn* txn, uint32_t sid) {
     return std::string(view(v));
 }
 
-uint32_t Store::ensure_scope(MDB_txn* txn, std::string_view name) {
+uint32_t StoreImpl::ensure_scope(MDB_txn* txn, std::string_view name) {
     check_scope_name(name);
     if (auto s = scope_id(txn, name)) return *s;
     uint64_t next = meta_u64(txn, kMetaNextScope, 1);
@@ -102,7 +102,7 @@ uint32_t Store::ensure_scope(MDB_txn* txn, std::string_view name) {
     return id;
 }
 
-void Store::put_scope(MDB_txn* txn, uint64_t id, uint32_t sid) {
+void StoreImpl::put_scope(MDB_txn* txn, uint64_t id, uint32_t sid) {
     if (sid == 0) return;  // the default scope has no rows
     Be64 k(id);
     Be32 sk(sid);
@@ -110,7 +110,7 @@ void Store::put_scope(MDB_txn* txn, uint64_t id, uint32_t sid) {
     put(txn, db_.scoped, val(sk.b, 4), val(&id, 8), MDB_NODUPDATA);
 }
 
-void Store::drop_scope(MDB_txn* txn, uint64_t id) {
+void StoreImpl::drop_scope(MDB_txn* txn, uint64_t id) {
     uint32_t sid = record_scope(txn, id);
     if (sid == 0) return;
     Be64 k(id);
@@ -120,7 +120,7 @@ void Store::drop_scope(MDB_txn* txn, uint64_t id) {
     del(txn, db_.scopes, val(k.b, 8));
 }
 
-Store::ScopeView Store::scope_view(MDB_txn* txn, std::string_view scope) {
+StoreImpl::ScopeView StoreImpl::scope_view(MDB_txn* txn, std::string_view scope) {
     ScopeView sv;
     std::optional<uint32_t> sid = scope_id(txn, scope);
     const bool named_records = has_scopes_ && entries(txn, db_.scopes) > 0;
@@ -148,11 +148,11 @@ Store::ScopeView Store::scope_view(MDB_txn* txn, std::string_view scope) {
     return sv;
 }
 
-// As recall's plan (store.cpp): search the whole graph for about
+// As recall's plan (store_recall.cpp): search the whole graph for about
 // kOverfetch * k / (the scope's share of the store) nearest and keep the
 // scope's, widening when that leaves fewer than k, and scan the scope exactly
 // when that is cheaper or the graph does not reach enough of them.
-std::vector<Hit> Store::search_scope(const ScopeView& sv, const float* q, size_t k, size_t total) const {
+std::vector<Hit> StoreImpl::search_scope(const ScopeView& sv, const float* q, size_t k, size_t total) const {
     const size_t count = sv.ids.size();
     std::vector<Hit> hits;
     if (count == 0 || k == 0) return hits;
@@ -177,7 +177,7 @@ std::vector<Hit> Store::search_scope(const ScopeView& sv, const float* q, size_t
     return hits;
 }
 
-std::string Store::scope_of(uint64_t id) {
+std::string StoreImpl::scope_of(uint64_t id) {
     check_open();
     ReadTxn t(*env_);
     Be64 k(id);
@@ -186,7 +186,7 @@ std::string Store::scope_of(uint64_t id) {
     return scope_name(t.get(), record_scope(t.get(), id));
 }
 
-std::vector<std::string> Store::scopes_of(const std::vector<uint64_t>& ids) {
+std::vector<std::string> StoreImpl::scopes_of(const std::vector<uint64_t>& ids) {
     check_open();
     ReadTxn t(*env_);
     std::vector<std::string> out;
@@ -195,7 +195,7 @@ std::vector<std::string> Store::scopes_of(const std::vector<uint64_t>& ids) {
     return out;
 }
 
-std::vector<std::string> Store::scope_names() {
+std::vector<std::string> StoreImpl::scope_names() {
     check_open();
     std::vector<std::string> out;
     if (!has_scopes_) return out;
@@ -206,7 +206,7 @@ std::vector<std::string> Store::scope_names() {
     return out;
 }
 
-Stats Store::stats(std::string_view scope) {
+Stats StoreImpl::stats(std::string_view scope) {
     check_open();
     check_scope_name(scope);
     ReadTxn t(*env_);
@@ -258,8 +258,8 @@ Stats Store::stats(std::string_view scope) {
     return s;
 }
 
-std::vector<Row> Store::recall_scoped(const std::string& owner, const std::string& scope, const float* query, size_t k,
-                                      bool expand, const RecallFilter& filter, float threshold) {
+std::vector<Row> StoreImpl::recall_scoped(const std::string& owner, const std::string& scope, const float* query,
+                                          size_t k, bool expand, const RecallFilter& filter, float threshold) {
     check_open();
     std::vector<float> q(dim_);
     prepare_vector(query, q.data());
@@ -295,8 +295,8 @@ std::vector<Row> Store::recall_scoped(const std::string& owner, const std::strin
 // I14: every scope row belongs to a live record and names a known scope,
 // scoped mirrors scopes, names and ids are a bijection below next_scope, and
 // every affiliation edge joins two records of one scope.
-void Store::verify_scopes(MDB_txn* txn, const std::set<uint64_t>& records,
-                          const std::function<void(std::string)>& bad) {
+void StoreImpl::verify_scopes(MDB_txn* txn, const std::set<uint64_t>& records,
+                              const std::function<void(std::string)>& bad) {
     if (!has_scopes_) return;
     const uint64_t next_scope = meta_u64(txn, kMetaNextScope, 1);
     std::unordered_map<uint32_t, std::string> names;
@@ -382,7 +382,7 @@ void Store::verify_scopes(MDB_txn* txn, const std::set<uint64_t>& records,
 // in the default scope would show it to that scope's statements. Edges across
 // scopes go (both directions, before repair rebuilds the edges); the scope
 // rows of the kept records stay and the derived tables are rebuilt.
-void Store::repair_scopes(MDB_txn* txn, std::set<uint64_t>& keep) {
+void StoreImpl::repair_scopes(MDB_txn* txn, std::set<uint64_t>& keep) {
     std::map<uint32_t, std::string> names;
     {
         Cursor c(txn, db_.scope_names);

@@ -16,9 +16,9 @@
 #include <unordered_set>
 
 #include "agentsensus/limits.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "format/bytes.hpp"
 #include "format/schema.hpp"
-#include "format/visible_text.hpp"
 #include "index/parallel.hpp"
 #include "store/store_util.hpp"
 
@@ -26,7 +26,7 @@ namespace agentsensus {
 
 // ---------------------------------------------------------------- writes
 
-uint32_t Store::ensure_owner(MDB_txn* txn, std::string_view name) {
+uint32_t StoreImpl::ensure_owner(MDB_txn* txn, std::string_view name) {
     if (auto a = owner_id(txn, name)) return *a;
     uint64_t next = meta_u64(txn, kMetaNextOwner, 1);
     if (next > 0xffffffffu) throw Error("too many distinct owners");
@@ -38,7 +38,7 @@ uint32_t Store::ensure_owner(MDB_txn* txn, std::string_view name) {
     return id;
 }
 
-void Store::journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t oid) {
+void StoreImpl::journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t oid) {
     uint64_t seq = meta_u64(txn, kMetaNextJournal, 1);
     auto e = encode_journal(JournalEntry{op, id, oid});
     Be64 k(seq);
@@ -46,7 +46,7 @@ void Store::journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t oid) {
     set_meta_u64(txn, kMetaNextJournal, seq + 1);
 }
 
-void Store::hist_add(MDB_txn* txn, uint32_t owners, int64_t delta) {
+void StoreImpl::hist_add(MDB_txn* txn, uint32_t owners, int64_t delta) {
     if (owners == 0) return;
     Be32 k(owners);
     MDB_val v;
@@ -59,7 +59,7 @@ void Store::hist_add(MDB_txn* txn, uint32_t owners, int64_t delta) {
         put(txn, db_.hist, val(k.b, 4), val(&n, 8));
 }
 
-bool Store::add_owner(MDB_txn* txn, uint64_t id, uint32_t oid) {
+bool StoreImpl::add_owner(MDB_txn* txn, uint64_t id, uint32_t oid) {
     Be64 k(id);
     if (!put(txn, db_.owners, val(k.b, 8), val(&oid, 4), MDB_NODUPDATA)) return false;
     Be32 ak(oid);
@@ -79,7 +79,7 @@ bool Store::add_owner(MDB_txn* txn, uint64_t id, uint32_t oid) {
     return true;
 }
 
-void Store::add_edge(MDB_txn* txn, uint64_t a, uint64_t b) {
+void StoreImpl::add_edge(MDB_txn* txn, uint64_t a, uint64_t b) {
     uint64_t linked = meta_u64(txn, kMetaLinked);
     for (int side = 0; side < 2; ++side) {
         uint64_t from = side ? b : a, to = side ? a : b;
@@ -92,13 +92,13 @@ void Store::add_edge(MDB_txn* txn, uint64_t a, uint64_t b) {
 }
 
 // The exact-duplicate index entry digest -> id, and its reverse.
-void Store::add_digest(MDB_txn* txn, uint64_t id, MDB_val digest) {
+void StoreImpl::add_digest(MDB_txn* txn, uint64_t id, MDB_val digest) {
     Be64 k(id);
     put(txn, db_.norms, digest, val(k.b, 8));
     put(txn, db_.rnorms, val(k.b, 8), digest);
 }
 
-void Store::delete_record(MDB_txn* txn, uint64_t id) {
+void StoreImpl::delete_record(MDB_txn* txn, uint64_t id) {
     Be64 k(id);
     uint64_t linked = meta_u64(txn, kMetaLinked);
     std::vector<uint64_t> nbs = neighbors_in(txn, id);
@@ -150,7 +150,7 @@ void Store::delete_record(MDB_txn* txn, uint64_t id) {
 // place on the transaction's copy of the page), then deletes it: a deleted
 // node's bytes can otherwise stay in the free middle of a live page, which
 // compact copies whole.
-void Store::scrub_del(MDB_txn* txn, MDB_dbi dbi, MDB_val key) {
+void StoreImpl::scrub_del(MDB_txn* txn, MDB_dbi dbi, MDB_val key) {
     MDB_val cur;
     if (!agentsensus::get(txn, dbi, key, cur)) return;
     std::string zeros(cur.mv_size, '\0');
@@ -158,8 +158,8 @@ void Store::scrub_del(MDB_txn* txn, MDB_dbi dbi, MDB_val key) {
     del(txn, dbi, key);
 }
 
-void Store::put_said(MDB_txn* txn, uint64_t id, uint64_t n, uint32_t oid, uint32_t round, const float* vector,
-                     std::string_view text) {
+void StoreImpl::put_said(MDB_txn* txn, uint64_t id, uint64_t n, uint32_t oid, uint32_t round, const float* vector,
+                         std::string_view text) {
     auto k = said_key(id, n);
     std::string_view vec =
         vector ? std::string_view(reinterpret_cast<const char*>(vector), dim_ * sizeof(float)) : std::string_view();
@@ -169,7 +169,7 @@ void Store::put_said(MDB_txn* txn, uint64_t id, uint64_t n, uint32_t oid, uint32
 // Rewrites the record's rows for its text becoming `after`: a row that
 // leaves its text out (the record's) gets it written out, and one whose
 // text is `after` leaves it out.
-void Store::retext_said(MDB_txn* txn, uint64_t id, std::string_view after) {
+void StoreImpl::retext_said(MDB_txn* txn, uint64_t id, std::string_view after) {
     std::vector<SaidRow> rows = said_rows(txn, id);
     for (const SaidRow& r : rows) {
         auto k = said_key(id, r.n);
@@ -186,7 +186,7 @@ void Store::retext_said(MDB_txn* txn, uint64_t id, std::string_view after) {
     }
 }
 
-void Store::delete_said(MDB_txn* txn, uint64_t id, uint32_t oid) {
+void StoreImpl::delete_said(MDB_txn* txn, uint64_t id, uint32_t oid) {
     if (!has_said_) return;
     std::vector<std::array<unsigned char, 16>> keys;
     {
@@ -208,7 +208,7 @@ void Store::delete_said(MDB_txn* txn, uint64_t id, uint32_t oid) {
     for (const auto& key : keys) scrub_del(txn, db_.said, val(key.data(), key.size()));
 }
 
-std::vector<SaidRow> Store::said_rows(MDB_txn* txn, uint64_t id) {
+std::vector<SaidRow> StoreImpl::said_rows(MDB_txn* txn, uint64_t id) {
     std::vector<SaidRow> out;
     if (!has_said_) return out;
     std::string_view record_text;
@@ -239,7 +239,7 @@ std::vector<SaidRow> Store::said_rows(MDB_txn* txn, uint64_t id) {
     return out;
 }
 
-std::pair<std::string, std::vector<SaidRow>> Store::said(uint64_t id) {
+std::pair<std::string, std::vector<SaidRow>> StoreImpl::said(uint64_t id) {
     check_open();
     ReadTxn t(*env_);
     Row r;
@@ -247,8 +247,8 @@ std::pair<std::string, std::vector<SaidRow>> Store::said(uint64_t id) {
     return {r.text, said_rows(t.get(), id)};
 }
 
-void Store::put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t oid, uint32_t round,
-                      std::string_view kept, std::string_view discarded) {
+void StoreImpl::put_merge(MDB_txn* txn, uint64_t seq, uint64_t survivor, uint32_t oid, uint32_t round,
+                          std::string_view kept, std::string_view discarded) {
     Be64 mk(seq), sk(survivor);
     put(txn, db_.merges, val(mk.b, 8), val(encode_merge(MergeEntry{survivor, oid, round, kept, discarded})),
         MDB_APPEND);

@@ -11,7 +11,7 @@ struct CompactResult {
     uint64_t after = 0;
 };
 
-// Copies dir/data.mdb with MDB_CP_COMPACT into a temporary directory beside
+// Copies dir/data.mdb, compacted (live pages only), into a temporary directory beside
 // it, fsyncs the copy, and renames it over data.mdb (atomic: a crash leaves
 // either file whole). Needs exclusive use: throws Error when another process
 // has the store open, and holds LMDB's open lock so that none can open it

@@ -14,7 +14,7 @@
 #include <shared_mutex>
 #include <string>
 
-#include "store/store_impl.hpp"
+#include "agentsensus/store.hpp"
 
 namespace agentsensus {
 
