@@ -51,7 +51,7 @@ from scale_stores import corpus_store
 HERE = os.path.dirname(os.path.abspath(__file__))
 K = 5
 QUERIES = 200
-HEADER = 8 + 48  # the index file's magic and IndexHeader (cpp/schema.hpp) before usearch's body
+HEADER = 8 + 48  # the index file's magic and IndexHeader (cpp/src/format/schema.hpp) before usearch's body
 
 
 def p50(xs: list[float]) -> float:
@@ -257,7 +257,7 @@ def measure_cold(n: int, kind: str, path: str, drop: bool) -> dict:
         "first_200_mean_ms": float(np.mean(r["cold"])) * 1e3,
         "first_200_max_ms": max(r["cold"]) * 1e3,
         # How long the 200 took, and the p50 of each half: the store warms
-        # while they run (data.mdb is read ahead after open, cpp/prefetch.hpp).
+        # while they run (data.mdb is read ahead after open, cpp/src/lmdb/prefetch.hpp).
         "first_200_span_s": float(np.sum(r["cold"])),
         "first_100_p50_ms": p50(r["cold"][:100]) * 1e3,
         "second_100_p50_ms": p50(r["cold"][100:]) * 1e3,

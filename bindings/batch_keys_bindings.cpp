@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "batch_keys.hpp"
 #include "engine.hpp"
 
 namespace agentsensus_py {

@@ -10,10 +10,10 @@
 #include <optional>
 #include <string>
 
-#include "errors.hpp"
-#include "limits.hpp"
-#include "store.hpp"
-#include "store_handle.hpp"
+#include "agentsensus/errors.hpp"
+#include "agentsensus/limits.hpp"
+#include "agentsensus/store.hpp"
+#include "agentsensus/store_handle.hpp"
 
 namespace agentsensus_py {
 
@@ -59,16 +59,8 @@ inline const float* rows_of(const F32& a, size_t n, size_t dim, const char* what
 std::vector<ItemWrite> item_writes(const py::list& items);
 py::list item_refs(const std::vector<ItemRef>& refs);
 
-// Keeps the Python-owned inputs of one commit alive and addressable while the
-// GIL is released.
-struct OwnedPlan {
-    std::string owner;
-    uint32_t round;
-    std::vector<std::string> texts, expected, kept, metadata;
-    std::string digests;
-    F32 vectors;
-    std::vector<int64_t> targets;
-};
+// The CommitPlan Python builds by keyword (module.cpp binds it).
+void bind_commit_plan(py::module_& m);
 
 class Engine {
 public:
@@ -126,13 +118,12 @@ public:
         return py::make_tuple(r.seq, r.exact, r.offsets, ids, scores, records);
     }
 
+    // plans: CommitPlan objects (bind_commit_plan), each with its deposit's scope.
     // batch: None, or (key bytes, digest bytes) to record exactly once with the commit.
     // items: None, or item writes (item_bindings.cpp) applied in the same
     // transaction; then a commit returns (True, ids, unused refs).
-    // scopes: None (every deposit in the default scope), or per plan its scope ("" the default).
-    py::tuple commit(const py::list& plans, uint64_t prepared_seq, float min_similarity,
-                     const py::object& batch = py::none(), const py::object& items = py::none(),
-                     const py::object& scopes = py::none()) {
+    py::tuple commit(const std::vector<CommitPlan>& plans, uint64_t prepared_seq, float min_similarity,
+                     const py::object& batch = py::none(), const py::object& items = py::none()) {
         auto u = use();
         std::optional<std::vector<ItemWrite>> iw;
         if (!items.is_none()) iw = item_writes(items.cast<py::list>());
@@ -143,61 +134,10 @@ public:
             bk = BatchKey{t[0].cast<std::string>(), t[1].cast<std::string>()};
         }
         Store& st = *u;
-        std::vector<std::string> plan_scopes;
-        if (!scopes.is_none()) plan_scopes = scopes.cast<std::vector<std::string>>();
-        if (!plan_scopes.empty() && plan_scopes.size() != plans.size())
-            throw InvalidArgument("a commit's scopes must be one per plan");
-        std::vector<OwnedPlan> owned;
-        owned.reserve(plans.size());
-        for (const py::handle& h : plans) {
-            py::tuple t = py::reinterpret_borrow<py::tuple>(h);
-            // A 9th field, when present: per statement a metadata JSON object or None.
-            if (t.size() != 8 && t.size() != 9) throw InvalidArgument("a commit plan has 8 or 9 fields");
-            OwnedPlan p;
-            p.owner = t[0].cast<std::string>();
-            p.round = t[1].cast<uint32_t>();
-            p.texts = t[2].cast<std::vector<std::string>>();
-            p.digests = t[3].cast<std::string>();
-            p.vectors = t[4].cast<F32>();
-            p.targets = t[5].cast<std::vector<int64_t>>();
-            for (const py::handle& e : t[6].cast<py::list>())
-                p.expected.push_back(e.is_none() ? std::string() : e.cast<std::string>());
-            for (const py::handle& e : t[7].cast<py::list>())
-                p.kept.push_back(e.is_none() ? std::string() : e.cast<std::string>());
-            if (t.size() == 9)
-                for (const py::handle& e : t[8].cast<py::list>())
-                    p.metadata.push_back(e.is_none() ? std::string() : e.cast<std::string>());
-            size_t n = p.texts.size();
-            if (!p.metadata.empty() && p.metadata.size() != n)
-                throw InvalidArgument("a commit plan's fields disagree in length");
-            if (p.digests.size() != n * kDigestBytes || p.targets.size() != n || p.expected.size() != n ||
-                p.kept.size() != n)
-                throw InvalidArgument("a commit plan's fields disagree in length");
-            rows_of(p.vectors, n, st.dim(), "vectors");
-            owned.push_back(std::move(p));
-        }
-        std::vector<DepositPlan> ps(owned.size());
-        for (size_t i = 0; i < owned.size(); ++i) {
-            OwnedPlan& o = owned[i];
-            ps[i].owner = o.owner;
-            ps[i].round = o.round;
-            if (!plan_scopes.empty()) ps[i].scope = plan_scopes[i];
-            for (size_t j = 0; j < o.texts.size(); ++j) {
-                StatementPlan sp;
-                sp.text = o.texts[j];
-                sp.digest = reinterpret_cast<const unsigned char*>(o.digests.data()) + j * kDigestBytes;
-                sp.vector = o.vectors.data() + j * st.dim();
-                sp.target = o.targets[j];
-                sp.expected = o.expected[j];
-                sp.kept = o.kept[j];
-                if (!o.metadata.empty()) sp.metadata = o.metadata[j];
-                ps[i].statements.push_back(sp);
-            }
-        }
         CommitResult r;
         {
             py::gil_scoped_release nogil;
-            r = st.commit(ps, prepared_seq, min_similarity, bk ? &*bk : nullptr, iw ? &*iw : nullptr);
+            r = st.commit(plans, prepared_seq, min_similarity, bk ? &*bk : nullptr, iw ? &*iw : nullptr);
         }
         if (r.conflict) return py::make_tuple(false, r.why);
         if (iw) return py::make_tuple(true, r.ids, item_refs(r.unused));

@@ -8,8 +8,9 @@
 
 #include <pybind11/native_enum.h>
 
+#include "agentsensus/heads_codec.hpp"
+#include "agentsensus/lineage.hpp"
 #include "engine.hpp"
-#include "lineage.hpp"
 
 namespace agentsensus_py {
 
@@ -65,9 +66,9 @@ public:
     explicit LineageHandle(py::object engine) : engine_obj_(std::move(engine)) {
         engine_ = engine_obj_.cast<Engine*>();
         auto u = engine_->use();
-        Env& env = u->env();
+        Store& store = *u;
         py::gil_scoped_release nogil;
-        lineage_ = std::make_unique<Lineage>(env);
+        lineage_ = std::make_unique<Lineage>(store);
     }
 
     py::list apply(const py::list& ops, bool commit) {

@@ -80,7 +80,7 @@ void bind_items_impl(py::module_& m) {
             std::optional<ItemRow> r;
             {
                 py::gil_scoped_release nogil;
-                r = st.items().get(st.env(), ns, key);
+                r = st.item(ns, key);
             }
             if (!r) return py::none();
             return row_of(*r);
@@ -94,7 +94,7 @@ void bind_items_impl(py::module_& m) {
             std::vector<ItemRow> rows;
             {
                 py::gil_scoped_release nogil;
-                rows = st.items().under(st.env(), prefix);
+                rows = st.items_under(prefix);
             }
             return rows_of_items(rows);
         },
@@ -105,7 +105,7 @@ void bind_items_impl(py::module_& m) {
         std::vector<std::string> ns;
         {
             py::gil_scoped_release nogil;
-            ns = st.items().namespaces(st.env());
+            ns = st.item_namespaces();
         }
         py::list out;
         for (const std::string& n : ns) out.append(stored_str(n));
@@ -119,7 +119,7 @@ void bind_items_impl(py::module_& m) {
             std::vector<std::pair<uint64_t, ItemRow>> rows;
             {
                 py::gil_scoped_release nogil;
-                rows = st.items().items_of(st.env(), owner, records);
+                rows = st.items_of(owner, records);
             }
             py::list out;
             for (const auto& [id, r] : rows) out.append(py::make_tuple(id, row_of(r)));
@@ -134,7 +134,7 @@ void bind_items_impl(py::module_& m) {
             std::vector<ItemRow> rows;
             {
                 py::gil_scoped_release nogil;
-                rows = st.items().page(st.env(), after_ns, after_key, limit);
+                rows = st.items_page(after_ns, after_key, limit);
             }
             return rows_of_items(rows);
         },
@@ -143,7 +143,7 @@ void bind_items_impl(py::module_& m) {
         auto u = e.use();
         Store& st = *u;
         py::gil_scoped_release nogil;
-        return st.items().count(st.env());
+        return st.item_count();
     });
     engine.def(
         "setting",
@@ -153,7 +153,7 @@ void bind_items_impl(py::module_& m) {
             std::optional<std::string> v;
             {
                 py::gil_scoped_release nogil;
-                v = st.settings().get(st.env(), name);
+                v = st.setting(name);
             }
             if (!v) return py::none();
             return stored_str(*v);
@@ -165,7 +165,7 @@ void bind_items_impl(py::module_& m) {
             auto u = e.use();
             Store& st = *u;
             py::gil_scoped_release nogil;
-            st.settings().set(st.env(), name, value);
+            st.set_setting(name, value);
         },
         py::arg("name"), py::arg("value"));
 }

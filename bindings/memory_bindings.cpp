@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "agentsensus/recall_filter.hpp"
 #include "engine.hpp"  // first: Python.h, which datetime.h needs
-#include "recall_filter.hpp"
 
 #include <datetime.h>
 

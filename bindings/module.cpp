@@ -2,10 +2,10 @@
 // the mapping of engine exceptions to Python ones. No logic lives here.
 #include <pybind11/native_enum.h>
 
-#include "compact.hpp"
+#include "agentsensus/compact.hpp"
+#include "agentsensus/page_check.hpp"
+#include "agentsensus/visible_text.hpp"
 #include "engine.hpp"
-#include "page_check.hpp"
-#include "visible_text.hpp"
 
 using namespace agentsensus_py;
 
@@ -61,6 +61,7 @@ PYBIND11_MODULE(_core, m) {
         .value("l2sq", Metric::l2sq)
         .finalize();
 
+    bind_commit_plan(m);
     py::class_<Engine>(m, "Engine")
         .def(py::init<const std::string&, uint32_t, Metric, bool, bool, bool, bool, size_t, size_t, size_t>(),
              py::arg("path"), py::arg("dim"), py::arg("metric"), py::arg("metric_given"), py::arg("create"),
@@ -72,7 +73,7 @@ PYBIND11_MODULE(_core, m) {
         .def("prepare", &Engine::prepare, py::arg("vectors"), py::arg("digests"), py::arg("k"),
              py::arg("min_similarity"), py::arg("scope") = std::string())
         .def("commit", &Engine::commit, py::arg("plans"), py::arg("prepared_seq"), py::arg("min_similarity"),
-             py::arg("batch") = py::none(), py::arg("items") = py::none(), py::arg("scopes") = py::none())
+             py::arg("batch") = py::none(), py::arg("items") = py::none())
         .def("recall", &Engine::recall)
         .def("prepare_vectors",
              [](Engine& e, const F32& vectors) {

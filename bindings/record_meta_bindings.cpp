@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "agentsensus/recall_filter.hpp"
 #include "engine.hpp"
-#include "recall_filter.hpp"
 
 namespace agentsensus_py {
 
@@ -98,13 +98,13 @@ void bind_record_meta_impl(py::module_& m) {
         [](Engine& e, uint64_t after, size_t limit) {
             auto u = e.use();
             Store& st = *u;
-            std::vector<Store::MetaDump> rows;
+            std::vector<MetaDump> rows;
             {
                 py::gil_scoped_release nogil;
                 rows = st.meta_dump(after, limit);
             }
             py::list out;
-            for (const Store::MetaDump& d : rows) {
+            for (const MetaDump& d : rows) {
                 py::list md;
                 for (const auto& p : d.metadata) md.append(py::make_tuple(stored_str(p.first), stored_str(p.second)));
                 out.append(py::make_tuple(d.id, d.has_times ? py::object(py::int_(d.times.created)) : py::none(),
@@ -118,11 +118,11 @@ void bind_record_meta_impl(py::module_& m) {
         [](Engine& e, const py::list& rows) {
             auto u = e.use();
             Store& st = *u;
-            std::vector<Store::MetaDump> ds;
+            std::vector<MetaDump> ds;
             for (const py::handle& h : rows) {
                 auto t = py::reinterpret_borrow<py::tuple>(h);
                 if (t.size() != 4) throw InvalidArgument("a metadata row is (id, created, updated, [(owner, json)])");
-                Store::MetaDump d;
+                MetaDump d;
                 d.id = t[0].cast<uint64_t>();
                 if (!t[1].is_none() || !t[2].is_none()) {
                     d.has_times = true;

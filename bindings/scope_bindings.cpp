@@ -1,4 +1,4 @@
-// pybind11 glue for scopes (cpp/scopes.cpp): Engine.scope_of, scopes_of and
+// pybind11 glue for scopes (cpp/src/store/store_scopes.cpp): Engine.scope_of, scopes_of and
 // scope_names (a scope's recall is Engine.recall_memories). Conversion and
 // GIL release only; prepare, commit and load take their scope arguments in
 // module.cpp.
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "agentsensus/recall_filter.hpp"
 #include "engine.hpp"
-#include "recall_filter.hpp"
 
 namespace agentsensus_py {
 

@@ -1,5 +1,5 @@
 """close() racing every public call: close waits for the calls in flight and
-refuses later ones (cpp/store_handle.hpp), never a crash.
+refuses later ones (cpp/include/agentsensus/store_handle.hpp), never a crash.
 
 Each call kind runs in its own child process, so a crash is seen as a crash
 (a signal exit), not as a failed assertion. In each trial one thread repeats

@@ -1,5 +1,5 @@
 """A store read on a cold page cache answers as it does warm: the prefetching
-of cpp/prefetch.cpp (helper threads fetching a search's candidates, the
+of cpp/src/lmdb/prefetch.cpp (helper threads fetching a search's candidates, the
 background read of data.mdb after open) only changes what is resident."""
 
 from __future__ import annotations

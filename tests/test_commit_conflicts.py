@@ -10,7 +10,7 @@ branch was taken from what is observable: the judge's calls (a retry asks
 again, with the rival's record among the candidates), the ids, owners and
 merges the deposit ended in, or the error.
 
-The four branches (Store::commit_deposit in cpp/store.cpp):
+The four branches (Store::commit_deposit in cpp/src/store/store_deposit.cpp):
   - a new record whose text was committed meanwhile (identical);
   - a new record similar to one committed meanwhile (similar);
   - a merge whose survivor was deleted meanwhile (deleted);
@@ -25,6 +25,7 @@ from typing import Callable, Optional
 import numpy as np
 import pytest
 from agentsensus import ContentionError, JudgeRequest, Store
+from agentsensus._core import CommitPlan
 from agentsensus._store.normalize import text_digest
 from agentsensus.store import _MAX_ATTEMPTS
 from helpers import DIM
@@ -198,7 +199,16 @@ def test_contention_error_after_every_attempt_conflicts(store):
 
 
 def _plan(owner: str, text: str, vec: np.ndarray, target: int, expected: Optional[str], kept: Optional[str]):
-    return (owner, 0, [text], text_digest(text), vec[None, :], [target], [expected], [kept])
+    return CommitPlan(
+        owner=owner,
+        round=0,
+        texts=[text],
+        digests=text_digest(text),
+        vectors=vec[None, :],
+        targets=[target],
+        expected=[expected],
+        kept=[kept],
+    )
 
 
 @pytest.mark.parametrize(

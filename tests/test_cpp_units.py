@@ -1,7 +1,8 @@
 """The engine's C++ unit tests (tests/cpp: the heads codec, the frontier walk
 on crafted graphs, the page checks, the crowded-store verdict, the int8
-kernel), configured, built and run with cmake and ctest in a temporary build
-directory; any failing case fails this test.
+kernel, and the commit's conflicts on a real store), configured, built and
+run with cmake and ctest in a temporary build directory; any failing case
+fails this test.
 
 The build fetches the usearch and lmdb sdists as the wheel build does
 (cmake/PyPISdist.cmake); the copies a `pip install .` left in build/*/_sdists
@@ -65,7 +66,7 @@ def test_cpp_unit_tests_pass(tmp_path):
         (configure, 300),
         (
             ["cmake", "--build", build, "--target", "agentsensus_unit_tests", "-j", str(min(4, os.cpu_count() or 1))],
-            600,
+            1200,  # the commit-conflict test links the whole engine, index included
         ),
         (["ctest", "--test-dir", build, "--output-on-failure", "--timeout", "120"], 300),
     ]

@@ -1,4 +1,4 @@
-"""Recall in a store whose neighbourhoods are crowded (cpp/crowd_gauge.hpp):
+"""Recall in a store whose neighbourhoods are crowded (cpp/src/index/crowd_gauge.hpp):
 most queries' k-th best lies near the edge of the graph search, so the plan
 starts at the crowded rule's wider width instead of searching twice. What it
 answers must still be the owner's near-exact best, the same on every pass,

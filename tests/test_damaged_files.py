@@ -247,7 +247,7 @@ def test_repair_survives_a_damaged_branch_key(sound):
 
 # -- damage anywhere in the tables: LMDB refuses the page, nothing crashes ------
 
-PSIZE = 4096  # LMDB 0.9 page layout: see cpp/page_check.cpp
+PSIZE = 4096  # LMDB 0.9 page layout: see cpp/src/lmdb/page_check.cpp
 
 
 def _varied_store(path: str) -> None:

@@ -30,7 +30,7 @@ HEARD = "I heard Horatio say that Polonius hides behind the arras"
 
 
 def words(text: str) -> list[bytes]:
-    """The engine's word rules (cpp/lexical_index.hpp), written again: runs of
+    """The engine's word rules (cpp/src/lexical/lexical_index.hpp), written again: runs of
     ASCII letters and digits and of non-ASCII bytes, at least 2 bytes,
     or a single digit, ASCII lowercased, cut at 64 bytes."""
     runs = re.findall(rb"[A-Za-z0-9\x80-\xff]+", text.encode("utf-8"))
@@ -41,7 +41,7 @@ M64 = (1 << 64) - 1
 
 
 def checksum64(data: bytes) -> int:
-    """cpp/checksum.hpp's checksum64, written again."""
+    """cpp/src/format/checksum.hpp's checksum64, written again."""
     p1, p2 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F
 
     def rotl(x: int, r: int) -> int:
@@ -71,7 +71,7 @@ def checksum64(data: bytes) -> int:
 
 
 def digest(word: bytes) -> bytes:
-    """The 16 bytes a word is keyed by (word_digest, cpp/lexical_index.hpp)."""
+    """The 16 bytes a word is keyed by (word_digest, cpp/src/lexical/lexical_index.hpp)."""
     return b"".join(checksum64(bytes([lead]) + word).to_bytes(8, "little") for lead in (1, 2))
 
 

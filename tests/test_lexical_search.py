@@ -1,4 +1,4 @@
-"""The lexical search (cpp/lexical_index.cpp, max-score pruned BM25) against
+"""The lexical search (cpp/src/lexical/lexical_index.cpp, max-score pruned BM25) against
 a reference that scores every record: on random small corpora, with a
 batch's overlay of new records and ids left out (a statement's vector
 candidates), its top k and the scores of the vector candidates it is given

@@ -1,5 +1,5 @@
 """One open per store per process, keyed on the store directory's identity
-(cpp/open_registry.hpp), not on its path: a second open, a compaction of an
+(cpp/src/lmdb/open_registry.hpp), not on its path: a second open, a compaction of an
 open store, a direct engine open and use after fork() are refused with an
 Error, under any path that reaches the directory."""
 

@@ -12,6 +12,7 @@ import lmdb
 import numpy as np
 import pytest
 from agentsensus import JudgeRequest, Stats, Store, compact
+from agentsensus._core import CommitPlan
 from agentsensus._store.normalize import text_digest
 from agentsensus.io.export import export_jsonl
 from agentsensus.io.importer import import_jsonl
@@ -92,9 +93,19 @@ def test_a_commit_naming_a_record_of_another_scope_is_refused(store_path):
         engine = s._handles().engine
         d = text_digest("a fact", "b")
         seq = engine.prepare(unit(1)[None], d, 8, 0.0, scope="b")[0]
-        plan = ("bob", 0, ["a fact"], d, unit(1)[None], [rid], ["a fact"], ["a fact"])
+        plan = CommitPlan(
+            owner="bob",
+            round=0,
+            texts=["a fact"],
+            digests=d,
+            vectors=unit(1)[None],
+            targets=[rid],
+            expected=["a fact"],
+            kept=["a fact"],
+            scope="b",
+        )
         with pytest.raises(ValueError, match="another scope"):
-            engine.commit([plan], seq, 0.0, scopes=["b"])
+            engine.commit([plan], seq, 0.0)
         assert s.get(rid).owners == {"alice"} and s.stats().deposits == 1
 
 

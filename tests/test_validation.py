@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from agentsensus import Store
+from agentsensus._core import CommitPlan
 from helpers import DIM, snapshot, unit
 
 OK = unit(1)[None]
@@ -146,12 +147,23 @@ def test_text_with_one_visible_character_is_accepted(store, text):
 )
 def test_the_engine_refuses_the_same_without_python(store, owner, statement, message):
     """A direct engine commit (past the Python checks) is refused by the
-    engine's own check (cpp/visible_text.hpp), with nothing written."""
+    engine's own check (cpp/src/format/visible_text.hpp), with nothing written."""
     from agentsensus._store.normalize import text_digest
 
     engine = store._handles().engine
     before = snapshot(store)
-    plan = [(owner, 0, [statement], text_digest(statement), unit(3)[None], [0], [None], [None])]
+    plan = [
+        CommitPlan(
+            owner=owner,
+            round=0,
+            texts=[statement],
+            digests=text_digest(statement),
+            vectors=unit(3)[None],
+            targets=[0],
+            expected=[None],
+            kept=[None],
+        )
+    ]
     with pytest.raises(ValueError, match=message):
         engine.commit(plan, 0, 0.75)
     assert snapshot(store) == before

@@ -14,7 +14,7 @@ from usearch.index import Index
 
 from .base import Corpus, Progress
 
-# cpp/vector_index.hpp: cos is stored as unit vectors and searched by inner product.
+# cpp/src/index/vector_index.hpp: cos is stored as unit vectors and searched by inner product.
 SETTINGS = dict(metric="ip", dtype="f32", connectivity=16, expansion_add=128, expansion_search=64)
 CHUNK = 5_000  # vectors per batch add while building (progress granularity)
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-# Engine limits (cpp/limits.hpp, cpp/lineage.hpp).
+# Engine limits (cpp/include/agentsensus/limits.hpp, cpp/include/agentsensus/lineage.hpp).
 MAX_STATEMENT_BYTES: int
 MAX_STATEMENTS_PER_DEPOSIT: int
 MAX_OWNER_BYTES: int
@@ -33,10 +33,38 @@ _F32 = Union[npt.NDArray[np.float32], npt.ArrayLike]
 _Row = tuple[int, str, tuple[str, ...], int]
 # (id, text, owners, round, score or None on expansion rows, "hit" | "edge")
 _RecallRow = tuple[int, str, tuple[str, ...], int, Optional[float], str]
+
 # (owner, round, texts, digests, vectors, targets, expected texts, kept texts)
-_CommitPlan = tuple[
-    str, int, list[str], bytes, npt.NDArray[np.float32], list[int], list[Optional[str]], list[Optional[str]]
-]
+class CommitPlan:
+    """One deposit's plan for ``Engine.commit`` (cpp/include/agentsensus/rows.hpp):
+    per statement its text, digest, vector row, target (0 new, > 0 a
+    record, < 0 the commit's new record -target), and for a merge the text
+    the policy saw (``expected``) and the text after (``kept``)."""
+
+    def __init__(
+        self,
+        *,
+        owner: str,
+        round: int,
+        texts: list[str],
+        digests: bytes,
+        vectors: npt.NDArray[np.float32],
+        targets: list[int],
+        expected: list[Optional[str]],
+        kept: list[Optional[str]],
+        metadata: Optional[list[Optional[str]]] = None,
+        scope: str = "",
+    ) -> None: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def round(self) -> int: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def texts(self) -> list[str]: ...
+    @property
+    def targets(self) -> list[int]: ...
 
 class Metric(enum.Enum):
     """The similarity a store compares vectors with (cpp/similarity.hpp)."""
@@ -46,14 +74,14 @@ class Metric(enum.Enum):
     l2sq = 2
 
 class LineageKind(enum.Enum):
-    """What a lineage op writes (LineageOp::Kind in cpp/lineage.hpp)."""
+    """What a lineage op writes (LineageOp::Kind in cpp/src/lineage/lineage.hpp)."""
 
     publish = 0
     derive = 1
     observe = 2
 
 class StaleWhy(enum.Enum):
-    """Why a frontier link is not current (cpp/lineage.hpp)."""
+    """Why a frontier link is not current (cpp/src/lineage/lineage.hpp)."""
 
     moved = 0
     unknown = 1
@@ -128,19 +156,18 @@ class Engine:
         records). Only records of ``scope`` ("" the default) are candidates."""
     def commit(
         self,
-        plans: list[_CommitPlan],
+        plans: list[CommitPlan],
         prepared_seq: int,
         min_similarity: float,
         /,
         batch: Optional[tuple[bytes, bytes]] = None,
         items: Any = None,
-        scopes: Optional[list[str]] = None,
     ) -> tuple[bool, Any]:
         """One write transaction: ``(True, ids per deposit per statement)``,
         or ``(False, why)`` on a conflict with a concurrent commit. ``batch``
         (key, digest): recorded in the same transaction; a key recorded
-        meanwhile is a conflict. ``scopes``: per plan, its deposit's scope;
-        a merge into a record of another scope is refused."""
+        meanwhile is a conflict. A merge into a record of another scope than
+        its plan's is refused."""
     def scope_of(self, id: int) -> str:
         """Record ``id``'s scope ("" the default); KeyError when absent."""
     def scopes_of(self, ids: list[int]) -> list[str]:

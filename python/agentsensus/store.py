@@ -194,7 +194,7 @@ class Store:
             remove_abandoned_imports(self.path)  # a killed import's directory beside it
         created = not os.path.exists(os.path.join(self.path, "data.mdb"))
         # One open per store per process, keyed on the directory's identity,
-        # is the engine's rule (cpp/open_registry.hpp): a second open raises Error.
+        # is the engine's rule (cpp/src/lmdb/open_registry.hpp): a second open raises Error.
         try:
             self._engine = _core.Engine(
                 self.path,
@@ -326,7 +326,6 @@ class Store:
         points share it. No transaction is open while it is suspended. A
         batch is judged in passes (_deposit/passes.py) unless ``per_item``."""
         engine = self._writable()
-        scopes = [it.scope for it in items]  # one plan per item, in order (BatchPlanner.finish)
         for _ in range(_MAX_ATTEMPTS):
             # A batch key already recorded: the batch committed before (batch_keys.py).
             if batch is not None and (done := recorded_result(engine, batch)) is not None:
@@ -352,10 +351,10 @@ class Store:
                         raise TypeError(f"judge must return a list, got {type(verdicts).__name__}")
                 planner.finish(pending, committed, verdicts)
             if item_writes is None:
-                ok, result = engine.commit(planner.plans, planner.seq, self.min_similarity, batch=batch, scopes=scopes)
+                ok, result = engine.commit(planner.plans, planner.seq, self.min_similarity, batch=batch)
             else:  # LangGraph items ride in the same transaction (integrations/langgraph_items.py)
                 ok, result, *unused = engine.commit(
-                    planner.plans, planner.seq, self.min_similarity, batch=batch, items=item_writes.rows, scopes=scopes
+                    planner.plans, planner.seq, self.min_similarity, batch=batch, items=item_writes.rows
                 )
                 item_writes.unused = unused[0] if ok else []
             if ok:

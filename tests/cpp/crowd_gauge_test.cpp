@@ -2,7 +2,7 @@
 // measured one while the store stays under twice the size it was measured
 // at, and none again once it has doubled (so it is measured anew); and the
 // crowded rule's wider width.
-#include "crowd_gauge.hpp"
+#include "index/crowd_gauge.hpp"
 #include "check.hpp"
 
 using namespace agentsensus;

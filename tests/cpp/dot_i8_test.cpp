@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "check.hpp"
-#include "similarity.hpp"
+#include "index/similarity.hpp"
 
 using namespace agentsensus;
 

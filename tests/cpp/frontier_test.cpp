@@ -1,13 +1,13 @@
-// The Planfence frontier walk (Lineage::frontier, cpp/lineage.hpp) on crafted
+// The Planfence frontier walk (LineageImpl::frontier, cpp/src/lineage/lineage.hpp) on crafted
 // lineage graphs: which links it reaches, once each, in owner-key-version
 // order, and how a scope cuts it.
 #include <string>
 #include <vector>
 
+#include "agentsensus/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
-#include "lineage.hpp"
-#include "lmdb_env.hpp"
+#include "lineage/lineage.hpp"
+#include "lmdb/lmdb_env.hpp"
 #include "temp_dir.hpp"
 
 using namespace agentsensus;
@@ -24,7 +24,7 @@ ValueDigest digest_of(const std::string& value) {
 struct Graph {
     TempDir dir;
     Env env{dir.path(), Env::Options{}};
-    Lineage lin{env};
+    LineageImpl lin{env};
 
     uint64_t publish(const std::string& key, const std::string& owner, const std::string& value) {
         LineageOp op;

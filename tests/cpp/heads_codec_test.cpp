@@ -1,6 +1,6 @@
-// The Planfence heads codec (cpp/heads_codec.hpp): exact bytes of the wire
+// The Planfence heads codec (cpp/include/agentsensus/heads_codec.hpp): exact bytes of the wire
 // format, round trips, and refusal of every malformed message.
-#include "heads_codec.hpp"
+#include "agentsensus/heads_codec.hpp"
 
 #include <string>
 #include <vector>

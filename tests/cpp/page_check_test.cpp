@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "agentsensus/page_check.hpp"
 #include "check.hpp"
-#include "lmdb_env.hpp"
-#include "page_check.hpp"
+#include "lmdb/lmdb_env.hpp"
 #include "temp_dir.hpp"
 
 using namespace agentsensus;

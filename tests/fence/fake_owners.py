@@ -18,7 +18,7 @@ Handler = Callable[[str, str, dict[str, str], bytes], tuple[int, dict[str, str],
 
 def decode_query(query: bytes) -> list[tuple[str, int]]:
     """The (key, recorded version) entries of an encoded head query
-    (cpp/heads_codec.hpp), front coding undone."""
+    (cpp/include/agentsensus/heads_codec.hpp), front coding undone."""
     pos = 1
 
     def varint() -> int:

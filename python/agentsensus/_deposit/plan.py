@@ -26,6 +26,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from .. import _core
 from .._store.validation import MAX_OWNERS_PER_RECORD, MAX_STATEMENT_BYTES
 from ..policies import MergePolicy
 from ..records import JudgeRequest, Memory, candidate
@@ -108,7 +109,7 @@ class BatchPlanner:
         self.new: list[_Staged] = []  # new records, provisional id -(j+1)
         self._staged_vecs: F32 = np.zeros((0, 0), np.float32)  # rows: new records, as the engine compares them
         self.by_digest: dict[bytes, int] = {}  # normalized text -> record (either kind)
-        self.plans: list[tuple[Any, ...]] = []
+        self.plans: list[_core.CommitPlan] = []
         self.merged: list[list[bool]] = []
         self.origins: list[tuple[int, int]] = []  # new record j came from (item, statement)
 
@@ -367,10 +368,20 @@ class BatchPlanner:
                 merged.append(True)
             resolved.append(rid)
             self.by_digest.setdefault(item.digests[i], rid)
-        digests = b"".join(item.digests)
-        plan: tuple[Any, ...] = (item.owner, item.round, item.statements, digests, item.vectors)
-        plan += (targets, expected, kept)
-        self.plans.append(plan if item.metadata is None else (*plan, item.metadata))
+        self.plans.append(
+            _core.CommitPlan(
+                owner=item.owner,
+                round=item.round,
+                texts=item.statements,
+                digests=b"".join(item.digests),
+                vectors=item.vectors,
+                targets=targets,
+                expected=expected,
+                kept=kept,
+                metadata=item.metadata,
+                scope=item.scope,
+            )
+        )
         self.merged.append(merged)
 
     # -- the steps of finish -----------------------------------------------------

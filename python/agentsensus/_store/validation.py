@@ -59,7 +59,7 @@ _REFUSED_IN_NAMES = {
     "Cs": "surrogate",
 }
 
-# The engine's table of code points that show nothing (cpp/visible_text.hpp):
+# The engine's table of code points that show nothing (cpp/include/agentsensus/visible_text.hpp):
 # controls, blanks, zero-width and other format characters.
 _INVISIBLE: list[tuple[int, int]] = sorted((int(lo), int(hi)) for lo, hi in _core.INVISIBLE_RANGES)
 _INVISIBLE_LO = [lo for lo, _ in _INVISIBLE]

@@ -39,7 +39,7 @@ def compact(path: Union[str, "os.PathLike[str]"]) -> Compacted:
     if not os.path.isfile(os.path.join(p, "data.mdb")):
         raise FileNotFoundError(f"no store at {p}")
     # The engine refuses a store open in this process, under any path to
-    # it (cpp/open_registry.hpp), and one open in another (LMDB's lock).
+    # it (cpp/src/lmdb/open_registry.hpp), and one open in another (LMDB's lock).
     # It also replaces a compact.tmp/ an interrupted compaction left.
     remove_abandoned_imports(p)
     before, after = _core.compact(p)

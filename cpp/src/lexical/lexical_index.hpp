@@ -1,0 +1,142 @@
+// The lexical index: every live record's text as words, in one table of the
+// store's LMDB environment (kLexicalTable, schema.hpp), written in the same
+// write transaction as the record. It is derived: repair rebuilds it from the
+// records, verify checks it (I18). Deposits use it for candidates a vector
+// search misses (a witness's frame, "I heard X say ...", can outweigh the
+// content in the vector); recall may fuse it with the vector ranking.
+//
+// Scoring is BM25 (k1 = 1.2, b = 0.75) over the words of the live records'
+// texts of one scope, every word of the query counted, exactly: the postings
+// and the statistics (records, words, a word's records) are kept per scope,
+// so no score moves with another scope's records; the search prunes by
+// max score, so a frequent word's long posting list is read only for the
+// records that may still reach the top k.
+#pragma once
+#include <lmdb.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "agentsensus/rows.hpp"
+#include "lmdb/lmdb_env.hpp"
+
+namespace agentsensus {
+
+// The version of the word rules below; a store whose meta lexical differs
+// rebuilds the index on its next writable open. 2: a lone digit is a word.
+// 3: postings and statistics per scope. 4: a posting's key holds a digest
+// of its word, not the word (keys [Be32 scope][word_digest]).
+constexpr uint64_t kLexicalVersion = 4;
+constexpr size_t kMaxWordBytes = 64;
+constexpr size_t kWordDigestBytes = 16;
+
+// The 16 bytes a word is keyed by: checksum64 (checksum.hpp) of 0x01 then
+// the word, native, then of 0x02 then the word. Not a secret: whoever
+// guesses a word can compute it.
+std::array<unsigned char, kWordDigestBytes> word_digest(std::string_view word);
+
+// The words of a text as the index keys them: runs of ASCII letters and
+// digits (lowercased) and of non-ASCII bytes (UTF-8 letters, kept as they
+// are), at least 2 bytes long or a single digit, cut at kMaxWordBytes.
+// Punctuation and whitespace separate words.
+std::vector<std::string> lexical_words(std::string_view text);
+
+// A text's words with their counts, and its length in words.
+struct LexicalDoc {
+    std::map<std::string, uint32_t> tf;
+    uint32_t length = 0;
+};
+LexicalDoc lexical_doc(std::string_view text);
+
+// The corpus a batch's queries are ranked against: one scope's record and
+// word counts as the overlay leaves them, and the overlay's texts as words.
+// Made once per batch (LexicalIndex::corpus), read by each query.
+struct LexicalCorpus {
+    struct Doc {
+        LexicalDoc doc;
+        bool hit = true;
+    };
+    uint32_t scope = 0;
+    bool stored = true;  // false: a scope never used, with no postings
+    double docs = 0, avgdl = 1;
+    std::unordered_map<int64_t, Doc> over;                // the overlay's records by id
+    std::unordered_map<std::string, double> replaced_df;  // words of the stored texts overlay records replace
+};
+
+class LexicalIndex {
+public:
+    // The scope id of a live record (0: the default scope); throws Corrupt
+    // when its scope row is damaged (such a record has no postings).
+    using ScopeOf = std::function<uint32_t(MDB_txn*, uint64_t)>;
+
+    // Opens the table, created unless read-only. A read-only open of a store
+    // from before the index has no table: available() is false, and the
+    // index reads as not built. Upkeep reads a record's scope through
+    // scope_of, so a record's scope row is written before its words and
+    // dropped after them.
+    LexicalIndex(Env& env, MDB_dbi meta, MDB_dbi records, bool readonly, ScopeOf scope_of);
+
+    bool available() const { return available_; }
+    // The index is complete for this version of the word rules (meta lexical).
+    bool built(MDB_txn* txn) const;
+    // A new store's index: empty and complete.
+    void mark_built(MDB_txn* txn);
+
+    // Upkeep inside the caller's write transaction; nothing until built.
+    void add(MDB_txn* txn, uint64_t id, std::string_view text);
+    void remove(MDB_txn* txn, uint64_t id, std::string_view text);
+    void retext(MDB_txn* txn, uint64_t id, std::string_view before, std::string_view after);
+
+    // Indexes every record from scratch and marks the index built (the
+    // caller's write transaction; safe to run again from the start).
+    // progress(done, total) every few thousand records.
+    void build(MDB_txn* txn, const std::function<void(uint64_t, uint64_t)>& progress);
+
+    // The k best records of the scope (nullopt: a scope never used) for the
+    // query, best first, ties to the lower id; keep (if given) filters
+    // committed ids. also_scores gets the score of each id in also (0 when
+    // no word is shared, or it is of another scope).
+    std::vector<LexicalHit> search(MDB_txn* txn, std::optional<uint32_t> scope, std::string_view query, size_t k,
+                                   const std::vector<LexicalOverlay>& overlay, const std::vector<int64_t>& also,
+                                   std::vector<float>& also_scores,
+                                   const std::function<bool(uint64_t)>* keep = nullptr) const;
+    // The same against a corpus made once for several queries.
+    LexicalCorpus corpus(MDB_txn* txn, std::optional<uint32_t> scope, const std::vector<LexicalOverlay>& overlay) const;
+    // exclude (if given): ids that are never hits, so the k are of the others.
+    std::vector<LexicalHit> search(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view query, size_t k,
+                                   const std::vector<int64_t>& also, std::vector<float>& also_scores,
+                                   const std::function<bool(uint64_t)>* keep = nullptr,
+                                   const std::vector<int64_t>* exclude = nullptr) const;
+
+    // I18: the postings are exactly the words of the live records' texts,
+    // each with its count and the record's length, under the record's scope,
+    // and meta lex_words is their total length. I20: each scope's statistics
+    // row holds its live records and their words. Reports through bad.
+    void verify(MDB_txn* txn, const std::function<void(std::string)>& bad) const;
+
+private:
+    void put_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
+    void drop_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
+    uint64_t words_total(MDB_txn* txn) const;
+    void set_words_total(MDB_txn* txn, uint64_t n);
+    struct ScopeStats {
+        uint64_t docs = 0, words = 0;
+    };
+    ScopeStats scope_stats(MDB_txn* txn, uint32_t scope) const;
+    void set_scope_stats(MDB_txn* txn, uint32_t scope, const ScopeStats& s);
+    void apply(MDB_txn* txn, uint64_t id, std::string_view text, bool adding);
+
+    MDB_dbi postings_ = 0, meta_ = 0, records_ = 0;
+    bool available_ = true;
+    ScopeOf scope_of_;
+};
+
+}  // namespace agentsensus

@@ -1,0 +1,168 @@
+// The Store's side of the lexical index (lexical_index.hpp): building it for
+// a store from before it, a batch's lexical candidates, and recall with the
+// vector and lexical rankings fused.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "store/store_impl.hpp"
+
+namespace agentsensus {
+
+bool StoreImpl::lexical_built() {
+    check_open();
+    ReadTxn t(*env_);
+    return lexical_->built(t.get());
+}
+
+void StoreImpl::build_lexical(const std::function<void(uint64_t, uint64_t)>& progress) {
+    check_open();
+    if (env_->readonly()) throw Error("the store at " + dir_ + " is open read-only");
+    // Another process may have built it meanwhile: the check is inside the
+    // write transaction, which excludes every other writer.
+    env_->write([&](MDB_txn* txn) {
+        if (!lexical_->built(txn)) lexical_->build(txn, progress);
+    });
+}
+
+LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_t k,
+                                 const std::vector<LexicalOverlay>& overlay, std::string_view scope) {
+    check_open();
+    LexicalAnswer out;
+    out.offsets.assign(queries.size() + 1, 0);
+    out.also.resize(queries.size());
+    std::vector<float> q(dim_), buf(dim_);
+    ReadTxn t(*env_);
+    // Only the records of the deposit's scope are candidates (its new
+    // records, the overlay's negative ids, are of it by construction).
+    ScopeView sv = scope_view(t.get(), scope);
+    std::function<bool(uint64_t)> keep = [&](uint64_t id) { return sv.contains(id); };
+    std::vector<uint64_t> named;
+    // The scope's own statistics: no score moves with another scope's records.
+    const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay);  // once for every query
+    for (size_t i = 0; i < queries.size(); ++i) {
+        const LexicalQuery& lq = queries[i];
+        prepare_vector(lq.vector, q.data());
+        std::vector<LexicalHit> hits = lexical_->search(t.get(), corpus, lq.text, k, lq.also, out.also[i],
+                                                        sv.filtered ? &keep : nullptr, &lq.exclude);
+        for (const LexicalHit& h : hits) {
+            float s = std::numeric_limits<float>::quiet_NaN();
+            if (h.id > 0) {
+                uint64_t id = static_cast<uint64_t>(h.id);
+                if (!vector_of(t.get(), id, buf.data())) continue;  // a damaged index: verify reports it
+                s = similarity(metric_, q.data(), buf.data(), dim_);
+                named.push_back(id);
+            }
+            out.hits.push_back(h);
+            out.similarity.push_back(s);
+        }
+        out.offsets[i + 1] = static_cast<uint32_t>(out.hits.size());
+    }
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    out.records.resize(named.size());
+    for (size_t i = 0; i < named.size(); ++i)
+        if (!read_row(t.get(), named[i], out.records[i])) throw Corrupt("the lexical index names a missing record");
+    return out;
+}
+
+namespace {
+// Reciprocal rank fusion's constant (Cormack et al. 2009): a rank r adds
+// 1 / (kRrf + r), so the top of either list counts, and neither list's
+// scale matters.
+constexpr double kRrf = 60;
+}  // namespace
+
+std::vector<Row> StoreImpl::recall_fused(const std::string& owner, const float* query, std::string_view text, size_t k,
+                                         bool expand, std::vector<float>& lexical) {
+    check_open();
+    lexical.clear();
+    if (k == 0) return {};
+    // Each ranking is read deeper than k, so a record second in both can
+    // beat one first in only one.
+    const size_t depth = std::max<size_t>(2 * k, 20);
+    std::vector<Row> by_vector = recall(owner, query, depth, false);
+    std::vector<float> q(dim_), buf(dim_);
+    prepare_vector(query, q.data());
+    ReadTxn t(*env_);
+    if (!lexical_->built(t.get()))
+        throw Error("the store at " + dir_ + " has no lexical index yet: open it writable once to build it");
+    std::optional<uint32_t> oid = owner_id(t.get(), owner);
+    if (!oid) return {};
+    std::function<bool(uint64_t)> keep = [&](uint64_t id) { return owns(t.get(), *oid, id); };
+    std::vector<int64_t> also;  // the vector ranking's records, for their BM25 scores
+    for (const Row& r : by_vector) also.push_back(static_cast<int64_t>(r.id));
+    // Each record is scored against its own scope's statistics (a scope's
+    // postings hold only its records): one search per scope the owner has
+    // records in, the hits merged by score.
+    std::set<uint32_t> scopes;
+    for (uint64_t id : owned_ids(t.get(), *oid)) scopes.insert(record_scope(t.get(), id));
+    std::vector<float> also_scores(also.size(), 0.f), got;
+    std::vector<LexicalHit> by_words;
+    for (uint32_t sid : scopes) {
+        std::vector<LexicalHit> hits = lexical_->search(t.get(), sid, text, depth, {}, also, got, &keep);
+        by_words.insert(by_words.end(), hits.begin(), hits.end());
+        for (size_t i = 0; i < also.size(); ++i) also_scores[i] = std::max(also_scores[i], got[i]);
+    }
+    std::sort(by_words.begin(), by_words.end(), [](const LexicalHit& a, const LexicalHit& b) {
+        return a.score > b.score || (a.score == b.score && a.id < b.id);
+    });
+    if (by_words.size() > depth) by_words.resize(depth);
+
+    std::unordered_map<uint64_t, double> fused;
+    std::unordered_map<uint64_t, float> cosine, words;
+    for (size_t r = 0; r < by_vector.size(); ++r) {
+        fused[by_vector[r].id] += 1 / (kRrf + r + 1);
+        cosine[by_vector[r].id] = by_vector[r].score;
+        words[by_vector[r].id] = also_scores[r];
+    }
+    for (size_t r = 0; r < by_words.size(); ++r) {
+        uint64_t id = static_cast<uint64_t>(by_words[r].id);
+        fused[id] += 1 / (kRrf + r + 1);
+        words[id] = by_words[r].score;
+    }
+    std::vector<std::pair<double, uint64_t>> order;
+    for (const auto& [id, s] : fused) order.emplace_back(s, id);
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    if (order.size() > k) order.resize(k);
+
+    std::vector<Row> rows;
+    std::unordered_set<uint64_t> seen;
+    for (const auto& [s, id] : order) {
+        Row r;
+        if (!read_row(t.get(), id, r)) continue;
+        auto c = cosine.find(id);
+        if (c != cosine.end()) {
+            r.score = c->second;
+        } else {
+            if (!vector_of(t.get(), id, buf.data())) continue;
+            r.score = similarity(metric_, q.data(), buf.data(), dim_);
+        }
+        r.via = Via::hit;
+        auto w = words.find(id);
+        lexical.push_back(w != words.end() ? w->second : 0.f);
+        seen.insert(id);
+        rows.push_back(std::move(r));
+    }
+    if (!expand) return rows;
+    size_t nhits = rows.size();
+    for (size_t i = 0; i < nhits; ++i) {
+        for (uint64_t nb : neighbors_in(t.get(), rows[i].id)) {
+            if (seen.count(nb) || !owns(t.get(), *oid, nb)) continue;
+            Row r;
+            if (!read_row(t.get(), nb, r)) continue;
+            r.via = Via::edge;
+            seen.insert(nb);
+            lexical.push_back(0.f);
+            rows.push_back(std::move(r));
+        }
+    }
+    return rows;
+}
+
+}  // namespace agentsensus
