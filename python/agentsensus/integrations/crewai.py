@@ -59,6 +59,8 @@ _L2SQ_FLOOR = -0.35
 # DEFAULT_VECTOR_DIM, text-embedding-3-large's).
 _DEFAULT_DIM = 3072
 
+_RUN = 256
+
 _acting: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("agentsensus_crewai_acting", default=None)
 
 
@@ -133,7 +135,7 @@ class ConsensusStorage:
     @property
     def store(self) -> Optional[Store]:
         """The consensus store, or ``None`` before the first save made it."""
-        return self._store
+        return self._ready()
 
     def _open(self, dim: Optional[int]) -> Store:
         with self._lock:
@@ -149,11 +151,22 @@ class ConsensusStorage:
 
     def close(self) -> None:
         """Lets go of the store when this backend opened it by path (the last
-        adapter on the path closes it); calling it again does nothing."""
+        adapter on the path closes it); calling it again does nothing. Used
+        again, the backend opens the store again (CrewAI's ``Memory.close``
+        closes its storage, and its records stay readable)."""
         with self._lock:
             if self._releases and self._store is not None:
                 self._releases = False
                 open_stores.release(self._store)
+                self._store = None
+
+    def _ready(self) -> Optional[Store]:
+        """The open store; ``None`` when there is none yet at the path."""
+        with self._lock:
+            if self._store is None and self._path is not None:
+                if os.path.exists(os.path.join(self._path, "data.mdb")):
+                    return self._open(None)
+            return self._store
 
     def _vector(self, embedding: Any, dim: int) -> np.ndarray:
         _, _, Mismatch = _crewai_types()
@@ -224,7 +237,7 @@ class ConsensusStorage:
         _, _, Mismatch = _crewai_types()
         dims = {len(r.embedding) for r in records if r.embedding}
         with self._lock:
-            store = self._store
+            store = self._ready()
             if store is None:
                 if len(dims) > 1:
                     first = next(len(r.embedding) for r in records if r.embedding)
@@ -234,9 +247,17 @@ class ConsensusStorage:
             vectors = [self._vector(r.embedding, store.dim) for r in records]
             views = [view_of(r) for r in records]  # refuses non-JSON metadata before any write
             acting = _acting.get()
+            # One transaction per run of at most _RUN records of one store
+            # scope (a batch names one scope, and its staged records are
+            # compared pairwise); later records see earlier ones.
+            runs: list[tuple[str, list[tuple[str, list[str], np.ndarray, dict[str, Any]]]]] = []
             for r, vector, view in zip(records, vectors, views):
                 owner, scope = owner_and_scope(r.scope, r.source, self.default_owner, acting)
-                store.deposit(owner, [r.content], vector[None, :], scope=scope, metadata=view)
+                if not runs or runs[-1][0] != scope or len(runs[-1][1]) >= _RUN:
+                    runs.append((scope, []))
+                runs[-1][1].append((owner, [r.content], vector[None, :], view))
+            for scope, items in runs:
+                store.deposit_many(items, scope=scope)
 
     def update(self, record: Any) -> None:
         """Rewrites the view ``record.id`` names to ``record`` (content,
@@ -245,7 +266,7 @@ class ConsensusStorage:
         :func:`acting_as` another owner, the content is deposited as that
         owner instead. An id no view answers to is saved as a new record."""
         with self._lock:
-            store = self._store
+            store = self._ready()
             found = None if store is None else self._locate(store, record.id)
             acting = _acting.get()
             if store is None or found is None:
@@ -276,7 +297,7 @@ class ConsensusStorage:
         records (a record goes when its last owner does); returns how many
         records lost a view. ``record_ids`` names views by id."""
         with self._lock:
-            store = self._store
+            store = self._ready()
             if store is None:
                 return 0
             targets: set[tuple[int, str]] = set()
@@ -302,7 +323,7 @@ class ConsensusStorage:
         """Forgets every view under ``scope_prefix``; ``None`` or ``"/"``
         empties the store (``Store.reset``), whose dimension stays."""
         with self._lock:
-            store = self._store
+            store = self._ready()
             if store is None:
                 return
             if scope_prefix is None or not scope_prefix.strip("/"):
@@ -328,7 +349,7 @@ class ConsensusStorage:
 
     def get_record(self, record_id: str) -> Any:
         """The record the view ``record_id`` names, as that view shows it, or ``None``."""
-        store = self._store
+        store = self._ready()
         if store is None:
             return None
         found = self._locate(store, record_id)
@@ -350,7 +371,7 @@ class ConsensusStorage:
         """The records nearest ``query_embedding`` with a view under
         ``scope_prefix`` passing the filters, whoever owns them, best first:
         each record once, as its oldest passing view shows it."""
-        store = self._store
+        store = self._ready()
         if store is None or limit <= 0:
             return []
         query = self._vector(query_embedding, store.dim)
@@ -380,7 +401,7 @@ class ConsensusStorage:
     def _listing(self, prefix: Optional[str]) -> list[tuple[int, dict[str, Any], Any]]:
         """Each record with a view under ``prefix`` once: (record, its oldest
         view there, a row of it)."""
-        store = self._store
+        store = self._ready()
         if store is None:
             return []
         oldest: dict[int, tuple[dict[str, Any], Any]] = {}
@@ -393,7 +414,7 @@ class ConsensusStorage:
     def list_records(self, scope_prefix: Optional[str] = None, limit: int = 200, offset: int = 0) -> list[Any]:
         """Records with a view under ``scope_prefix``, newest first (by that
         view's ``created_at``), ``offset`` skipped, at most ``limit``."""
-        store = self._store
+        store = self._ready()
         if store is None or limit <= 0 or offset < 0:
             return []
         rows = sorted(self._listing(scope_prefix), key=lambda r: r[1]["created_at"], reverse=True)
@@ -419,7 +440,7 @@ class ConsensusStorage:
         )
 
     def _children(self, parent: str) -> list[str]:
-        store = self._store
+        store = self._ready()
         if store is None:
             return []
         base = "/" + "/".join(p for p in (parent or "").split("/") if p)
