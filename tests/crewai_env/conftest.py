@@ -55,4 +55,3 @@ def _no_factory() -> Iterator[None]:
     factory.set_memory_storage_factory(None)
     yield
     factory.set_memory_storage_factory(saved)
-

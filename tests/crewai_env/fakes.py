@@ -9,8 +9,8 @@ import numpy as np
 from agentsensus import embedders
 from chromadb.api.types import EmbeddingFunction
 from crewai.llms.base_llm import BaseLLM
-from crewai.rag.embeddings.providers.custom.embedding_callable import CustomEmbeddingFunction
 from crewai.memory.analyze import ConsolidationPlan, ExtractedMemories, MemoryAnalysis, QueryAnalysis
+from crewai.rag.embeddings.providers.custom.embedding_callable import CustomEmbeddingFunction
 
 
 class ScriptedLLM(BaseLLM):

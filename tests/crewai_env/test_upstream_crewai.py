@@ -87,7 +87,9 @@ def _load(name: str, not_applicable: dict[str, str]) -> dict[str, Any]:
 
 
 # Not applicable: name -> why (tests/integrations/README.md, "CrewAI").
-_NO_STORAGE = "CrewAI's own types, path helpers, scoring or mocks, no storage in them: they pass whatever the storage does"
+_NO_STORAGE = (
+    "CrewAI's own types, path helpers, scoring or mocks, no storage in them: they pass whatever the storage does"
+)
 STORAGE_FACTORY: dict[str, str] = {}
 LANCEDB_UPDATE: dict[str, str] = {}
 UNIFIED_MEMORY: dict[str, str] = {
@@ -133,7 +135,9 @@ DIMENSION_MISMATCH: dict[str, str] = {
         "a store's dimension is fixed when it is made, and reset() leaves it empty with the same one"
     ),
 }
-ROOT_SCOPE: dict[str, str] = dict.fromkeys(["TestSanitizeScopeName", "TestNormalizeScopePath", "TestJoinScopePaths"], _NO_STORAGE)
+ROOT_SCOPE: dict[str, str] = dict.fromkeys(
+    ["TestSanitizeScopeName", "TestNormalizeScopePath", "TestJoinScopePaths"], _NO_STORAGE
+)
 FILTER_ESCAPING: dict[str, str] = {}
 
 globals().update(_load("test_storage_factory", STORAGE_FACTORY))

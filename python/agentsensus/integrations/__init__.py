@@ -8,7 +8,10 @@
   store as a Model Context Protocol server (``pip install 'agentsensus[mcp]'``);
 - :mod:`agentsensus.integrations.mem0`: ``Memory`` and ``AsyncMemory``, mem0
   2.x's API (no extra: it needs no mem0), with its ids
-  (:mod:`.mem0_ids`) and filter language (:mod:`.mem0_filters`).
+  (:mod:`.mem0_ids`) and filter language (:mod:`.mem0_filters`);
+- :mod:`agentsensus.integrations.crewai`: ``ConsensusStorage``, a CrewAI 1.x
+  memory ``StorageBackend`` (``pip install 'agentsensus[crewai]'``), with
+  its owner and scope rule (:mod:`.crewai_views`).
 
 Beside them: :mod:`.judge_spec` (judges named by a spec string, for saved
 configs) and :mod:`.open_stores` (one open ``Store`` per path, shared by the

@@ -3,7 +3,7 @@
 CrewAI's ``Memory`` embeds, scopes and consolidates; this backend keeps its
 records. What it adds is the owner set: when two agents of a crew save the
 same event, the store's judge merges the two saves into one record that both
-own (docs/integrations.md, "CrewAI", gives the whole mapping):
+own (docs/crewai.md gives the whole mapping):
 
 - **owner and scope** (:mod:`.crewai_views`): the owner is the agent named by
   the ``agent/<role>`` segment CrewAI's executor puts in the scope path
@@ -250,7 +250,8 @@ class ConsensusStorage:
             # One transaction per run of at most _RUN records of one store
             # scope (a batch names one scope, and its staged records are
             # compared pairwise); later records see earlier ones.
-            runs: list[tuple[str, list[tuple[str, list[str], np.ndarray, dict[str, Any]]]]] = []
+            # Items (owner, statements, vectors, metadata): deposit_many takes a 4th element.
+            runs: list[tuple[str, list[Any]]] = []
             for r, vector, view in zip(records, vectors, views):
                 owner, scope = owner_and_scope(r.scope, r.source, self.default_owner, acting)
                 if not runs or runs[-1][0] != scope or len(runs[-1][1]) >= _RUN:

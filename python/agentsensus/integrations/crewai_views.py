@@ -46,7 +46,6 @@ AGENT_SEGMENT = "agent"
 OWNERS_KEY = "agentsensus.owners"
 
 
-
 def normal_path(path: Optional[str]) -> str:
     """A scope path as ``/a/b``: one leading slash, no empty segment, no
     trailing slash; ``"/"`` for the root (and for ``None`` or ``""``)."""
