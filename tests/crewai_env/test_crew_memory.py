@@ -217,3 +217,25 @@ def test_update_of_a_shared_record_keeps_the_other_owners_words(store_path: str)
         assert got.scope == "/crew/launch-desk/agent/writer/launch"
     finally:
         _close(crew)
+
+
+def test_the_factory_answers_its_specs_and_leaves_the_rest_to_crewai(tmp_path: Path) -> None:
+    from crewai.memory.storage.lancedb_storage import LanceDBStorage
+
+    adapter.install(str(tmp_path / "default"))
+    try:
+        made = [
+            Memory(embedder=HashEmbedding()),  # CrewAI's default spec, "lancedb"
+            Memory(storage=f"{adapter.SPEC_PREFIX}{tmp_path / 'named'}", embedder=HashEmbedding()),
+        ]
+        storages = [m._storage for m in made]
+        assert all(isinstance(s, ConsensusStorage) for s in storages)
+        for m, where in zip(made, ("default", "named")):
+            m.remember(FACT, scope="/desk", categories=[], importance=0.5)
+            assert (tmp_path / where / "data.mdb").exists()
+        lance = Memory(storage=str(tmp_path / "lance"), embedder=HashEmbedding())
+        assert isinstance(lance._storage, LanceDBStorage)
+        for m in made:
+            m.close()
+    finally:
+        adapter.uninstall()
