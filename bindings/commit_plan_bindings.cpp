@@ -1,4 +1,4 @@
-// pybind11 glue for CommitPlan: built by keyword (deposit_plan.py), with
+// pybind11 glue for CommitPlan: built by keyword (_deposit/plan.py), with
 // None for "no expected/kept text" and "no metadata", vectors one float32
 // row per statement.
 #include <cstring>

@@ -50,7 +50,7 @@ PYBIND11_MODULE(_core, m) {
     m.attr("MAX_OWNERS_PER_RECORD") = kMaxOwnersPerRecord;
     m.attr("MAX_DIM") = kMaxDim;
     {
-        py::list ranges;  // the engine's invisible code points, for validation.py
+        py::list ranges;  // the engine's invisible code points, for _store/validation.py
         for (const CodeRange& r : kInvisibleRanges) ranges.append(py::make_tuple(r.lo, r.hi));
         m.attr("INVISIBLE_RANGES") = ranges;
     }

@@ -36,6 +36,8 @@ PINNED = {
     ("langgraph-checkpoint", "4.3.2"): "fcab8468c7e965d7055e2a35c253d73a145624ef4728b150ca7c361f4afca286",
     ("langgraph-checkpoint-sqlite", "3.1.2"): "4e3f376fa6f192d6ad2a1a4643b039986f1593552ef870e9e45281575de6fbf2",
     ("autogen-core", "0.7.5"): "70c2871389f1d0a7f6db8ef78717a51b7ce877ff4a08a836b7758d604dece203",
+    # run in crewai's own venv (tests/crewai_env/test_upstream_crewai.py)
+    ("crewai", "1.15.30"): "17de4b7cc3f2c207033e9f82be4f7d749e540b0e415a3885a8d97bb43a90a318",
 }
 
 

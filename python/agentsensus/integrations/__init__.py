@@ -13,6 +13,9 @@
   (:mod:`.mem0_ids`) and filter language (:mod:`.mem0_filters`);
 - :mod:`agentsensus.integrations.llama_index`: ``ConsensusMemoryBlock``, a
   memory block for LlamaIndex's ``Memory`` (``pip install 'agentsensus[llama-index]'``).
+- :mod:`agentsensus.integrations.crewai`: ``ConsensusStorage``, a CrewAI 1.x
+  memory ``StorageBackend`` (``pip install 'agentsensus[crewai]'``), with
+  its owner and scope rule (:mod:`.crewai_views`).
 
 Beside them: :mod:`.judge_spec` (judges named by a spec string, for saved
 configs) and :mod:`.open_stores` (one open ``Store`` per path, shared by the
