@@ -157,6 +157,11 @@ struct LexicalQuery {
     std::vector<int64_t> exclude;  // never hits (the statement's vector candidates): the top k is of the others
 };
 
+struct LexicalWordCounts {
+    double docs = 0, avgdl = 1;
+    std::vector<std::vector<std::tuple<std::string, uint32_t, double>>> words;  // per text: (word, count, records)
+};
+
 struct LexicalAnswer {
     std::vector<uint32_t> offsets;         // per query: hits[offsets[i], offsets[i+1])
     std::vector<LexicalHit> hits;          // BM25 best first
@@ -335,6 +340,12 @@ public:
     // Only records of scope are hits ("" the default scope).
     LexicalAnswer lexical(const std::vector<LexicalQuery>& queries, size_t k,
                           const std::vector<LexicalOverlay>& overlay, std::string_view scope = {});
+    // Each text's words with their counts and the scope's records holding
+    // them, as the overlay leaves the scope, and the scope's record count and
+    // mean length in words: the statistics BM25 ranks a deposit's lexical
+    // candidates with (lexical_search.cpp).
+    LexicalWordCounts lexical_word_counts(const std::vector<std::string>& texts,
+                                          const std::vector<LexicalOverlay>& overlay, std::string_view scope = {});
     // recall with the vector and the lexical ranking of the owner's records
     // fused (reciprocal rank fusion); lexical[i] is row i's BM25 score.
     std::vector<Row> recall_fused(const std::string& owner, const float* query, std::string_view text, size_t k,

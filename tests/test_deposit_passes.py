@@ -190,10 +190,13 @@ def threshold_round(n_events: int, witnesses: int) -> list[tuple[str, list[str],
     return items
 
 
-def test_a_round_of_restatements_takes_one_call(store_path):
+def test_a_round_of_restatements_takes_fewer_calls_and_no_more_requests(store_path):
     """Four witnesses of each of five events in one round: item by item 15
-    judge calls (every witness after the first); in passes, the first guess
-    (each statement's best candidate) is right, so one call."""
+    judge calls of one request (every witness after the first); in passes,
+    the guesses (each statement's best candidate) prove right, so later
+    passes ask ahead and the round takes fewer calls, for the same 15
+    requests (asking ahead costs at most 10% more requests than item by
+    item: _deposit/passes.py, "Cost")."""
     from agentsensus import judges
 
     counted: list[int] = []
@@ -206,7 +209,7 @@ def test_a_round_of_restatements_takes_one_call(store_path):
     # give every first witness requests too (about other events) and change the count.
     with Store(store_path, dim=DIM, judge=judge, min_similarity=0.8, sync=False, lexical_candidates=0) as s:
         deps = s.deposit_many(threshold_round(5, 4))
-        assert counted == [15]
+        assert sum(counted) == 15 and len(counted) < 15 and max(counted) > 1
         assert s.stats().records == 5 and all(d.merged == [True] for d in deps[5:])
 
 
@@ -234,7 +237,7 @@ def test_bad_answers_in_passes_raise_and_write_nothing(store_path):
     with Store(store_path, dim=DIM, judge=lambda reqs: [None], min_similarity=0.5) as s:
         s.deposit("z", ["seed"], unit(1)[None])
         before = state(s)
-        items = [("a", ["one"], near(unit(1), 3)[None]), ("b", ["two"], near(unit(1), 4)[None])]
+        items = [("a", ["one", "two"], np.stack([near(unit(1), 3), near(unit(1), 4)]))]
         with pytest.raises(ValueError, match="judge returned 1 verdicts for 2 requests"):
             s.deposit_many(items)
         with pytest.raises(TypeError, match="judge must return a list"):
@@ -254,7 +257,9 @@ def test_bad_answers_in_passes_raise_and_write_nothing(store_path):
 
 def test_adeposit_many_asks_an_async_judge_per_item_at_once(store_path):
     """Each item's requests of a pass go in a call of their own, all awaited
-    together: the calls overlap."""
+    together: the calls overlap. (Enough items that passes ask ahead: the
+    first passes ask one item each, while the requests known to be the
+    item-by-item path's are too few to risk one on a guess.)"""
     running, peak, seen = 0, 0, []
 
     async def judge(requests):
@@ -268,8 +273,8 @@ def test_adeposit_many_asks_an_async_judge_per_item_at_once(store_path):
 
     with Store(store_path, dim=DIM, judge=judge, min_similarity=0.5, sync=False) as s:
         s.deposit("z", ["seed"], unit(1)[None])
-        items = [(o, [f"{o} saw it"], near(unit(1), n)[None]) for n, o in enumerate(OWNERS)]
+        items = [(f"o{n}", [f"o{n} saw it"], near(unit(1), n)[None]) for n in range(30)]
         deps = asyncio.run(s.adeposit_many(items))
-        assert len(deps) == 4 and s.stats().records == 5
+        assert len(deps) == 30 and s.stats().records == 31
         assert peak > 1 and all(len(owners) == 1 for owners in seen)
         assert asyncio.run(s.adeposit_many([])) == []
