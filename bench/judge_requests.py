@@ -259,7 +259,9 @@ def run(stream: list[tuple[str, str, int]], vecs: np.ndarray, lexical: int, batc
                     s.deposit(agent, [text], v[None])
             else:
                 for a in range(0, len(stream), batch):
-                    s.deposit_many([(agent, [text], v[None]) for (agent, text, _), v in zip(stream[a:], vecs[a:])][:batch])
+                    s.deposit_many(
+                        [(agent, [text], v[None]) for (agent, text, _), v in zip(stream[a:], vecs[a:])][:batch]
+                    )
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             records = s.stats().records
     return Run(oracle.requests, oracle.shown, oracle.calls, records, cpu, wall)

@@ -278,3 +278,85 @@ def test_adeposit_many_asks_an_async_judge_per_item_at_once(store_path):
         assert len(deps) == 30 and s.stats().records == 31
         assert peak > 1 and all(len(owners) == 1 for owners in seen)
         assert asyncio.run(s.adeposit_many([])) == []
+
+
+# Words a statement draws from: few enough that statements of different events share some.
+VOCAB = "ghost gate bell tower night king queen sword grave river ship letter".split()
+worded = st.tuples(st.integers(0, 5), st.lists(st.sampled_from(VOCAB), min_size=1, max_size=5), st.integers(0, 10**6))
+worded_item = st.tuples(st.sampled_from(OWNERS), st.lists(worded, min_size=1, max_size=3))
+
+
+def make_worded(items: list[tuple[str, list[tuple[int, list[str], int]]]]) -> list[tuple[str, list[str], np.ndarray]]:
+    out = []
+    for owner, stmts in items:
+        texts = [f"event{e} {' '.join(words)}" for e, words, _ in stmts]
+        vecs = np.stack([near(unit(100 + e), seed, 0.4) for e, _, seed in stmts])
+        out.append((owner, texts, vecs))
+    return out
+
+
+class CountingJudge(HashJudge):
+    """A verdict by the request's texts, as HashJudge(text_view); counts requests and candidates shown."""
+
+    def __init__(self) -> None:
+        super().__init__(text_view)
+        self.requests = self.shown = 0
+
+    def __call__(self, requests: list[JudgeRequest]) -> list[Optional[int]]:
+        self.requests += len(requests)
+        self.shown += sum(len(r.candidates) for r in requests)
+        return super().__call__(requests)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    before=st.lists(worded_item, max_size=4),
+    batch=st.lists(worded_item, min_size=1, max_size=14),
+    lexical=st.sampled_from([0, 8]),
+    policy=st.sampled_from(sorted(POLICIES)),
+)
+def test_passes_cost_at_most_a_tenth_more_than_item_by_item(tmp_path_factory, before, batch, lexical, policy):
+    """A deposit_many sends at most 1.1 times the requests, and candidates
+    (the prompts' tokens), of the same items deposited one by one, and ends
+    the same (_deposit/passes.py, "Cost")."""
+    root = os.fspath(tmp_path_factory.mktemp("cost"))
+    prior, items = make_worded(before), make_worded(batch)
+    judges, ends = {}, {}
+    for name in ("apart", "batch"):
+        judge = judges[name] = CountingJudge()
+        with Store(
+            os.path.join(root, name), dim=DIM, judge=judge, candidates=3, lexical_candidates=lexical,
+            min_similarity=0.3, merge_policy=POLICIES[policy], judge_sees_owners=True, sync=False,
+        ) as s:  # fmt: skip
+            for o, t, v in prior:
+                s.deposit(o, t, v, round=1, judge=HashJudge(text_view))
+            if name == "apart":
+                deps = [s.deposit(o, t, v, round=2) for o, t, v in items]
+            else:
+                deps = s.deposit_many(items, round=2)
+            ends[name] = (deps, state(s)[:2])
+    assert ends["batch"] == ends["apart"]
+    apart, batch_ = judges["apart"], judges["batch"]
+    assert batch_.requests <= deposit_passes.SLACK * apart.requests
+    assert batch_.shown <= deposit_passes.SLACK * apart.shown
+    assert len(batch_.calls) <= len(apart.calls)
+
+
+@pytest.mark.slow
+def test_a_long_batch_costs_at_most_a_tenth_more_than_item_by_item(tmp_path):
+    """The bound holds for a batch of 300 items too (many passes, guesses both right and wrong)."""
+    rng = np.random.default_rng(5)
+    batch = [(OWNERS[n % 4], [(int(rng.integers(0, 40)), list(rng.choice(VOCAB, 3)), n)]) for n in range(300)]
+    items = make_worded(batch)
+    judges = {}
+    for name in ("apart", "batch"):
+        judge = judges[name] = CountingJudge()
+        with Store(os.path.join(tmp_path, name), dim=DIM, judge=judge, min_similarity=0.3, sync=False) as s:
+            if name == "apart":
+                for o, t, v in items:
+                    s.deposit(o, t, v)
+            else:
+                s.deposit_many(items)
+    assert judges["apart"].requests > 100
+    assert judges["batch"].requests <= deposit_passes.SLACK * judges["apart"].requests
+    assert judges["batch"].shown <= deposit_passes.SLACK * judges["apart"].shown

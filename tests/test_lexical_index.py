@@ -180,7 +180,13 @@ def test_a_lexical_hit_already_among_the_vector_candidates_leaves_its_place_to_t
     judge = RecordingJudge()
     # lexical_floor=0: "ghost", which both records hold, still weighs
     with Store(
-        str(tmp_path / "s"), dim=DIM, min_similarity=0.5, candidates=1, lexical_candidates=1, lexical_floor=0, judge=judge
+        str(tmp_path / "s"),
+        dim=DIM,
+        min_similarity=0.5,
+        candidates=1,
+        lexical_candidates=1,
+        lexical_floor=0,
+        judge=judge,
     ) as s:
         s.deposit("a", ["ghost walks the battlements", "ghost at midnight"], np.stack([A, B]))
         s.deposit("b", ["a ghost walks the battlements"], A[None])
