@@ -356,7 +356,7 @@ LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, std::optional<uint32_t> scope,
 }
 
 std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts(MDB_txn* txn, const LexicalCorpus& cp,
-                                                                                std::string_view query) const {
+                                                                                 std::string_view query) const {
     std::vector<std::tuple<std::string, uint32_t, double>> out;
     const LexicalDoc q = lexical_doc(query);
     const bool built_ = built(txn);
