@@ -37,6 +37,30 @@ void bind_lexical(py::module_& m) {
         },
         py::arg("progress") = py::none(), "Indexes every record's words; progress(done, total) as it goes.");
     engine.def(
+        "lexical_word_counts",
+        [](Engine& e, const std::vector<std::string>& texts,
+           const std::vector<std::tuple<int64_t, std::string, bool>>& overlay, const std::string& scope) {
+            auto u = e.use();
+            Store& st = *u;
+            std::vector<LexicalOverlay> ov;
+            for (const auto& [id, text, hit] : overlay) ov.push_back(LexicalOverlay{id, text, hit});
+            LexicalWordCounts r;
+            {
+                py::gil_scoped_release nogil;
+                r = st.lexical_word_counts(texts, ov, scope);
+            }
+            py::list words;
+            for (const auto& ws : r.words) {
+                py::list one;
+                for (const auto& [w, tf, df] : ws) one.append(py::make_tuple(py::bytes(w), tf, df));
+                words.append(one);
+            }
+            return py::make_tuple(r.docs, r.avgdl, words);
+        },
+        py::arg("texts"), py::arg("overlay"), py::arg("scope") = "",
+        "(records, mean length, per text [(word, count in the text, records holding it)]): the scope's BM25 "
+        "statistics for each text's words, as the overlay leaves the scope.");
+    engine.def(
         "lexical",
         [](Engine& e, const F32& vectors, const std::vector<std::string>& texts, size_t k,
            const std::vector<std::tuple<int64_t, std::string, bool>>& overlay,

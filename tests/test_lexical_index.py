@@ -166,7 +166,8 @@ def test_a_candidate_only_its_words_find_reaches_the_judge_with_both_scores(tmp_
 
 def test_vector_candidates_carry_their_lexical_score_and_come_first(tmp_path):
     judge = RecordingJudge()
-    with Store(str(tmp_path / "s"), dim=DIM, min_similarity=0.5, judge=judge) as s:
+    # lexical_floor=0: every word weighs, "the" too (the floor is tested in test_lexical_floor.py)
+    with Store(str(tmp_path / "s"), dim=DIM, min_similarity=0.5, lexical_floor=0, judge=judge) as s:
         s.deposit("a", ["the arras hides Polonius", "a ghost walks the battlements"], np.stack([A, B]))
         s.deposit("b", ["a ghost on the battlements at night"], A[None])  # near record 1's vector only
         (req,) = judge.calls[0]
@@ -177,7 +178,16 @@ def test_vector_candidates_carry_their_lexical_score_and_come_first(tmp_path):
 
 def test_a_lexical_hit_already_among_the_vector_candidates_leaves_its_place_to_the_next(tmp_path):
     judge = RecordingJudge()
-    with Store(str(tmp_path / "s"), dim=DIM, min_similarity=0.5, candidates=1, lexical_candidates=1, judge=judge) as s:
+    # lexical_floor=0: "ghost", which both records hold, still weighs
+    with Store(
+        str(tmp_path / "s"),
+        dim=DIM,
+        min_similarity=0.5,
+        candidates=1,
+        lexical_candidates=1,
+        lexical_floor=0,
+        judge=judge,
+    ) as s:
         s.deposit("a", ["ghost walks the battlements", "ghost at midnight"], np.stack([A, B]))
         s.deposit("b", ["a ghost walks the battlements"], A[None])
         (req,) = judge.calls[0]

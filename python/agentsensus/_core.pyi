@@ -208,10 +208,15 @@ class Engine:
         """True when the store's lexical index is complete."""
     def build_lexical(self, progress: Optional[Any] = None) -> None:
         """Indexes every record's words; progress(done, total) as it goes."""
+    def lexical_word_counts(
+        self, texts: list[str], overlay: list[tuple[int, str, bool]], scope: str = ""
+    ) -> tuple[float, float, list[list[tuple[bytes, int, float]]]]:
+        """(records, mean length, per text [(word, count in the text, records holding it)]): the scope's
+        BM25 statistics for each text's words, as the overlay leaves the scope."""
     def lexical(
         self,
         vectors: _F32,
-        texts: list[str],
+        texts: Sequence[Union[str, bytes]],
         k: int,
         overlay: list[tuple[int, str, bool]],
         also: list[list[int]],

@@ -115,7 +115,14 @@ class Store:
     statement's vector candidates the records the lexical index (BM25 over
     the records' words) ranks highest for it, so the judge also sees a true
     record whose vector a witness's frame pushed below ``min_similarity``.
-    It is a setting of the open, like ``candidates``, not kept in the store;
+    A lexical hit must reach ``lexical_floor`` (default 0.3) times the
+    statement's best possible BM25 score, that of its own text as a record
+    of the scope, and words most of the scope's records hold weigh nothing
+    (agentsensus._deposit.lexical_candidates): the judge is asked only about
+    records that could tell the same fact, and a statement that meets none
+    becomes a new record without a judge request. ``lexical_floor=0`` keeps
+    every hit, every word weighing as BM25 weighs it.
+    These are settings of the open, like ``candidates``, not kept in the store;
     the index itself is always kept. A writable open of a store made before
     the index builds it first (progress on stderr for a large store).
     """
@@ -130,6 +137,7 @@ class Store:
         embed: Optional[Embed] = None,
         candidates: int = 8,
         lexical_candidates: int = 8,
+        lexical_floor: float = 0.3,
         min_similarity: float = 0.75,
         create: bool = True,
         readonly: bool = False,
@@ -165,6 +173,12 @@ class Store:
             raise ValueError(f"candidates must be an int >= 0, got {candidates!r}")
         if isinstance(lexical_candidates, bool) or not isinstance(lexical_candidates, int) or lexical_candidates < 0:
             raise ValueError(f"lexical_candidates must be an int >= 0, got {lexical_candidates!r}")
+        if (
+            isinstance(lexical_floor, bool)
+            or not isinstance(lexical_floor, (int, float))
+            or not 0 <= lexical_floor <= 1
+        ):
+            raise ValueError(f"lexical_floor must be a number from 0 to 1, got {lexical_floor!r}")
         if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)):
             raise TypeError(f"min_similarity must be a number, got {type(min_similarity).__name__}")
         if isinstance(exact_cutoff, bool) or not isinstance(exact_cutoff, int) or exact_cutoff < 0:
@@ -231,6 +245,7 @@ class Store:
             self._engine
         )  # Planfence tables: opened before any other thread can use the store
         self.lexical_candidates = lexical_candidates
+        self.lexical_floor = float(lexical_floor)
         if not readonly and not self._engine.lexical_built:
             build_lexical_index(self._engine, self.path)  # a store from before the index, once
 
@@ -338,6 +353,7 @@ class Store:
                 self._policy,
                 self.judge_sees_owners,
                 lexical_candidates=self.lexical_candidates,
+                lexical_floor=self.lexical_floor,
             )
             planner.prepare(items)
             if not per_item:  # an attempt after a conflict asks the judge afresh; the guesses learn on

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -197,6 +198,13 @@ struct LexicalQuery {
     const float* vector = nullptr;
     std::vector<int64_t> also;
     std::vector<int64_t> exclude;  // never hits (the statement's vector candidates): the top k is of the others
+};
+
+// Per text: (word, its count in the text, the records of the scope holding
+// it); docs and avgdl: the scope's record count and mean length in words.
+struct LexicalWordCounts {
+    double docs = 0, avgdl = 1;
+    std::vector<std::vector<std::tuple<std::string, uint32_t, double>>> words;
 };
 
 struct LexicalAnswer {

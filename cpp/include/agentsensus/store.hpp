@@ -176,6 +176,12 @@ public:
     // Only records of scope are hits ("" the default scope).
     LexicalAnswer lexical(const std::vector<LexicalQuery>& queries, size_t k,
                           const std::vector<LexicalOverlay>& overlay, std::string_view scope = {});
+    // Each text's words with their count in it and the records of scope that
+    // hold them, as the overlay leaves the scope, and the scope's record count
+    // and mean length in words: the statistics BM25 ranks a deposit's lexical
+    // candidates with (store_lexical.cpp).
+    LexicalWordCounts lexical_word_counts(const std::vector<std::string>& texts,
+                                          const std::vector<LexicalOverlay>& overlay, std::string_view scope = {});
     // recall with the vector and the lexical ranking of the owner's records
     // fused (reciprocal rank fusion); lexical[i] is row i's BM25 score.
     std::vector<Row> recall_fused(const std::string& owner, const float* query, std::string_view text, size_t k,

@@ -355,6 +355,32 @@ LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, std::optional<uint32_t> scope,
     return c;
 }
 
+std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts(MDB_txn* txn, const LexicalCorpus& cp,
+                                                                                 std::string_view query) const {
+    std::vector<std::tuple<std::string, uint32_t, double>> out;
+    const LexicalDoc q = lexical_doc(query);
+    const bool built_ = built(txn);
+    for (const auto& [word, tf] : q.tf) {
+        // as search counts a word's records
+        size_t stored = 0;
+        if (built_ && cp.stored) {
+            Cursor c(txn, postings_);
+            std::string key = posting_key(cp.scope, word);
+            MDB_val k = val(key), v;
+            if (c.op(k, v, MDB_SET)) {
+                int rc = mdb_cursor_count(c.get(), &stored);
+                if (rc) throw_lmdb(rc, "mdb_cursor_count");
+            }
+        }
+        double df = static_cast<double>(stored);
+        auto r = cp.replaced_df.find(word);
+        if (r != cp.replaced_df.end()) df -= r->second;
+        for (const auto& [id, d] : cp.over) df += d.doc.tf.count(word);
+        out.emplace_back(word, tf, df);
+    }
+    return out;
+}
+
 std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::optional<uint32_t> scope, std::string_view query,
                                              size_t k, const std::vector<LexicalOverlay>& overlay,
                                              const std::vector<int64_t>& also, std::vector<float>& also_scores,

@@ -22,6 +22,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -115,6 +116,11 @@ public:
                                    const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                    const std::function<bool(uint64_t)>* keep = nullptr,
                                    const std::vector<int64_t>* exclude = nullptr) const;
+
+    // Each word of the query as the index keys it: (word, its count in the
+    // query, the corpus's records holding it, the overlay counted).
+    std::vector<std::tuple<std::string, uint32_t, double>> word_counts(MDB_txn* txn, const LexicalCorpus& corpus,
+                                                                       std::string_view query) const;
 
     // I18: the postings are exactly the words of the live records' texts,
     // each with its count and the record's length, under the record's scope,

@@ -69,6 +69,18 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
     return out;
 }
 
+LexicalWordCounts StoreImpl::lexical_word_counts(const std::vector<std::string>& texts,
+                                                 const std::vector<LexicalOverlay>& overlay, std::string_view scope) {
+    check_open();
+    LexicalWordCounts out;
+    ReadTxn t(*env_);
+    const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay);
+    out.docs = corpus.docs;
+    out.avgdl = corpus.avgdl;
+    for (const std::string& text : texts) out.words.push_back(lexical_->word_counts(t.get(), corpus, text));
+    return out;
+}
+
 namespace {
 // Reciprocal rank fusion's constant (Cormack et al. 2009): a rank r adds
 // 1 / (kRrf + r), so the top of either list counts, and neither list's

@@ -92,6 +92,10 @@ LexicalAnswer Store::lexical(const std::vector<LexicalQuery>& queries, size_t k,
                              const std::vector<LexicalOverlay>& overlay, std::string_view scope) {
     return impl_->lexical(queries, k, overlay, scope);
 }
+LexicalWordCounts Store::lexical_word_counts(const std::vector<std::string>& texts,
+                                             const std::vector<LexicalOverlay>& overlay, std::string_view scope) {
+    return impl_->lexical_word_counts(texts, overlay, scope);
+}
 std::vector<Row> Store::recall_fused(const std::string& owner, const float* query, std::string_view text, size_t k,
                                      bool expand, std::vector<float>& lexical) {
     return impl_->recall_fused(owner, query, text, k, expand, lexical);

@@ -12,6 +12,21 @@ records BM25 ranks highest among those the vector search did not find
 leaves its place to the next one, so the lexical search always adds up to
 ``lexical_candidates`` records; every candidate carries both scores.
 
+Lexical hits must earn their place, so that the judge is asked only about
+records that could tell the same fact. A statement's best possible score is
+the BM25 score its own text would get as a record of the scope (``best``):
+every word of it held, as often as it says it. A lexical hit scoring below
+``lexical_floor`` times that is left out: it shares too little of what the
+statement says. And a word that more than half of the scope's records hold
+(the statement counted in) carries no weight at all, in the hits' scores and
+in the best one: it is not left out of the search by a stop list, it is the
+point where Robertson and Spärck Jones' idf, log((N - df + 0.5) / (df + 0.5)),
+turns negative, which BM25's variant here (log(1 + ...)) only makes small. A
+statement whose candidates all fall below the floor, and below
+``min_similarity``, meets no candidate: it becomes a new record without a
+judge request. ``lexical_floor=0`` turns both off: every hit, every word
+weighing as BM25 weighs it.
+
 Within one batch the engine ranks against the store as the batch's earlier
 items leave it (their new records and changed texts: the overlay), so each
 item of a batch is ranked as depositing the items one by one would rank it.
@@ -22,25 +37,61 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-__all__ = ["LexicalCandidates"]
+__all__ = ["LexicalCandidates", "weighed_queries"]
 
 # (score, record id): a candidate as the planner ranks it
 Cand = tuple[float, int]
+# BM25's constants as the engine scores with them (cpp/lexical_index.hpp)
+K1, B = 1.2, 0.75
+# (records, mean length, per text [(word, count in the text, records holding it)]): Engine.lexical_word_counts
+WordCounts = tuple[float, float, list[list[tuple[bytes, int, float]]]]
+
+
+def weighed_queries(counts: WordCounts, floor: float) -> tuple[list[bytes], list[float]]:
+    """Per text: its query (its words less those most of the scope holds,
+    which then weigh nothing) and the least BM25 score a lexical hit needs:
+    ``floor`` times the text's best possible score, that of its own text as
+    a record of the scope (a word no record holds counted as held by one)."""
+    docs, avgdl, per_text = counts
+    queries: list[bytes] = []
+    floors: list[float] = []
+    for words in per_text:
+        length = sum(tf for _, tf, _ in words)
+        kept: list[bytes] = []
+        best = 0.0
+        for word, tf, df in words:
+            if df > 1 and df > docs / 2:
+                continue  # more than half of the scope's records (and more than one) hold it: no weight
+            held = max(df, 1.0)  # a word no record holds: as the one record that would hold it
+            idf = math.log(1 + (docs - held + 0.5) / (held + 0.5))
+            best += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
+            kept.append(word)
+        queries.append(b" ".join(kept))
+        floors.append(floor * best)
+    return queries, floors
 
 
 class LexicalCandidates:
     """One item's lexical hits, fetched before its candidates are built
     (``BatchPlanner._lexical``, which knows the batch's staged state)."""
 
-    def __init__(self, hits: list[list[tuple[int, float, float]]], also: list[dict[int, float]], k: int = 0) -> None:
+    def __init__(
+        self,
+        hits: list[list[tuple[int, float, float]]],
+        also: list[dict[int, float]],
+        k: int = 0,
+        floors: Optional[list[float]] = None,
+    ) -> None:
         self._hits = hits  # per statement: (id, bm25, cosine), best first, none a vector candidate
         self._also = also  # per statement: the bm25 of its vector candidates
         self._k = k  # how many a statement's lexical search adds
+        self._floors = floors if floors is not None else [0.0] * len(hits)  # per statement: the least bm25 of a hit
 
     def union(self, i: int, cands: list[Cand], staged_sims: Optional[Any]) -> tuple[list[Cand], dict[int, float]]:
         """Statement i's vector candidates, then its lexical hits not among
-        them; and every candidate's BM25 score. A staged hit's cosine comes
-        from staged_sims (the engine's kernel, as for the vector ones)."""
+        them that reach its floor; and every candidate's BM25 score. A staged
+        hit's cosine comes from staged_sims (the engine's kernel, as for the
+        vector ones)."""
         lexical = {rid: self._also[i].get(rid, 0.0) for _, rid in cands}
         out = list(cands)
         added = 0
@@ -48,8 +99,8 @@ class LexicalCandidates:
             if rid in lexical:
                 lexical[rid] = bm25
                 continue
-            if added == self._k:
-                break
+            if added == self._k or bm25 < self._floors[i]:
+                break  # best first: the rest are below the floor too
             if rid < 0:
                 cos = float(staged_sims[i, -rid - 1]) if staged_sims is not None else math.nan
             out.append((cos, rid))

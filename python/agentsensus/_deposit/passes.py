@@ -33,6 +33,17 @@ item by item, so the store ends the same. A judge that reads the other
 requests of its call, or counts its calls, is asked with
 ``judge_per_item=True`` (one call per item, in order).
 
+Cost: a request asked on a guess that turns out wrong is a request the
+item-by-item path never sends. Every request asked is counted against the
+requests known to be the item-by-item path's own (those of the items planned
+on the judge's verdicts only, and of the first item with an unanswered
+request); a pass asks a later item's requests on guesses only while the
+requests asked so far, these included, stay within ``SLACK`` (1.1) times
+those. So a batch of any size sends at most 1.1 times the requests of the
+same items deposited one by one (and as many candidates at most in the same
+ratio to the requests it rests on); when guesses keep proving right, each
+pass may ask ahead a little further than the last.
+
 A guess is the judge's verdict on an earlier version of the same statement's
 request when that candidate is still offered; else the best candidate not
 offered to that statement before (all of them, for a statement not judged
@@ -64,6 +75,9 @@ _FIELDS = [f.name for f in dataclasses.fields(Memory)]
 # served by short passes than by replanning hundreds of items each time.
 FULL_PASSES = 3
 WINDOW = 32
+# A batch asks at most this many times the requests its plan rests on, which are
+# the requests the items deposited one by one would send (see "Cost" above).
+SLACK = 1.1
 _Stable = tuple[int, ...]
 
 
@@ -191,6 +205,11 @@ class Passes:
         # single deposit: the judge's call, then the commit, with one begin).
         self._ready: Optional[tuple[Any, Any, list[tuple[bool, Any]]]] = None
         self._answers: list[Optional[int]] = []
+        # Cost: every request asked (its key), and those the item-by-item plan rests on
+        # and their candidates (the tokens of a prompt)
+        self._asked: set[_Key] = set()
+        self._own: set[_Key] = set()
+        self._asked_cands = self._own_cands = 0
 
     def plan(self, planner: BatchPlanner, items: Sequence[Item]) -> Generator[JudgeCall, Sequence[Optional[int]], None]:
         """Plans ``items`` on ``planner`` (prepared), yielding each pass's
@@ -245,8 +264,21 @@ class Passes:
             verdicts = []
             slots = []
             start = len(call)
+            keys = [_key(req) for req in pend.requests]
+            if sure:
+                # the item-by-item path's own requests, answered or to ask
+                self._own_cands += sum(len(k[2]) for k in set(keys) - self._own)
+                self._own.update(keys)
+            else:
+                fresh = {key for key in keys if key not in self._asked}
+                cands = sum(len(k[2]) for k in fresh)
+                if (
+                    len(self._asked) + len(fresh) > SLACK * len(self._own)
+                    or self._asked_cands + cands > SLACK * self._own_cands
+                ):
+                    break  # asking on guesses would cost more than item by item may
             for r, req in enumerate(pend.requests):
-                key = _key(req)
+                key = keys[r]
                 if key in self.verdicts:
                     verdicts.append(self.verdicts[key])
                     slots.append((False, self.verdicts[key]))
@@ -257,6 +289,8 @@ class Passes:
                     in_call[key] = len(call)
                     call.append(req)
                     asked.append((where, stable))
+                    self._asked.add(key)
+                    self._asked_cands += len(key[2])
                 slots.append((True, in_call[key]))
                 if n + 1 < len(items):  # the last item's guesses would plan nothing after it
                     verdicts.append(_guess(self.model, req, stable, self.seen.get(where)))

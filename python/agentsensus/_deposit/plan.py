@@ -30,7 +30,7 @@ from .. import _core
 from .._store.validation import MAX_OWNERS_PER_RECORD, MAX_STATEMENT_BYTES
 from ..policies import MergePolicy
 from ..records import JudgeRequest, Memory, candidate
-from .lexical_candidates import Cand, LexicalCandidates
+from .lexical_candidates import Cand, LexicalCandidates, weighed_queries
 
 __all__ = ["Item", "BatchPlanner"]
 
@@ -96,9 +96,11 @@ class BatchPlanner:
         policy: MergePolicy,
         judge_sees_owners: bool = False,
         lexical_candidates: int = 0,
+        lexical_floor: float = 0.0,
     ):
         self.engine = engine
         self.lexical_k = lexical_candidates  # lexical_candidates.py: BM25 candidates added to the vector ones
+        self.lexical_floor = lexical_floor  # lexical_candidates.py: a hit's least share of the best score
         self.judge_sees_owners = judge_sees_owners  # else candidates go to the judge with empty owner sets
         self.metric = metric  # kept for callers; the engine's kernels apply it
         self.k = candidates
@@ -309,16 +311,25 @@ class BatchPlanner:
         overlay += [(-(j + 1), s.text, s.scope == scope) for j, s in enumerate(planner.new)]
         vecs = item.vectors if len(need) == n else item.vectors[need]
         texts = item.statements if len(need) == n else [item.statements[i] for i in need]
+        engine, floor = planner.engine, getattr(planner, "lexical_floor", 0.0)
+
+        def ask() -> tuple[Any, list[float]]:
+            if floor <= 0:  # every hit, as BM25 ranks it with every word
+                return engine.lexical(vecs, texts, k, overlay, vector, scope, shown), [0.0] * len(texts)
+            queries, floors = weighed_queries(engine.lexical_word_counts(texts, overlay, scope), floor)
+            return engine.lexical(vecs, queries, k, overlay, vector, scope, shown), floors
+
         if len(planner._base) == 1:
             # A batch of one item: no later pass plans it again (Passes reuses its first plan).
-            answer = planner.engine.lexical(vecs, texts, k, overlay, vector, scope, shown)
+            answer, floors = ask()
         else:
             # A later pass replans an item on the same staged state: the same question, asked once per attempt.
             cache = planner.__dict__.setdefault("_lexical_cache", {})
             key = (base, scope, tuple(overlay), tuple(tuple(v) for v in vector), tuple(tuple(v) for v in shown))
             if key not in cache:
-                cache[key] = planner.engine.lexical(vecs, texts, k, overlay, vector, scope, shown)
-            answer = cache[key]
+                cache[key] = ask()
+            answer, floors = cache[key]
+        floor_of = [0.0] * n
         offs, ids_, scores, sims, also, records = answer
         for rid, row in records.items():
             committed.setdefault(rid, row)
@@ -327,7 +338,8 @@ class BatchPlanner:
             a, b = offs[q], offs[q + 1]
             hits[i] = list(zip(ids_[a:b], scores[a:b], sims[a:b]))
             also_of[i] = dict(zip(vector[q], also[q]))
-        return LexicalCandidates(hits, also_of, k)
+            floor_of[i] = floors[q]
+        return LexicalCandidates(hits, also_of, k, floor_of)
 
     def finish(
         self,
