@@ -1,4 +1,4 @@
-"""Moved to :mod:`agentsensus.io.export`; this path re-exports it."""
+"""Moved to `agentsensus.io.export`; this path re-exports it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Moved to :mod:`agentsensus.planfence.fence`; this path re-exports it."""
+"""Moved to `agentsensus.planfence.fence`; this path re-exports it."""
 
 from __future__ import annotations
 

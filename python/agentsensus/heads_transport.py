@@ -1,4 +1,4 @@
-"""Moved to :mod:`agentsensus.planfence.transport`; this path re-exports it,
+"""Moved to `agentsensus.planfence.transport`; this path re-exports it,
 and ``python -m agentsensus.heads_transport`` still runs its server."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Moved to :mod:`agentsensus.io.importer`; this path re-exports it."""
+"""Moved to `agentsensus.io.importer`; this path re-exports it."""
 
 from __future__ import annotations
 

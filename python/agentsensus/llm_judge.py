@@ -1,4 +1,4 @@
-"""Moved to :mod:`agentsensus.llm.judge`; this path re-exports it."""
+"""Moved to `agentsensus.llm.judge`; this path re-exports it."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ class Store:
     ``embed`` (a callable ``list[str] -> vectors``) lets deposits and
     queries be texts. A named one (a built-in embedder: ``embedders.hash``,
     ``minilm``, ...) is recorded with the store, and a later open without
-    ``embed`` uses it (:mod:`agentsensus.embedder_setting`); a store created
+    ``embed`` uses it (`agentsensus.embedder_setting`); a store created
     with an unnamed callable needs ``embed`` again on every open.
 
     The tuning keyword arguments: ``merge_policy`` (``"keep_names"``
@@ -96,7 +96,7 @@ class Store:
 
     ``scope`` (default ``""``, the default scope): the scope of deposits that
     name none. Records merge, and are shown to the judge, only within their
-    scope (:mod:`agentsensus.scopes`; docs/reliability.md says what that
+    scope (`agentsensus.scopes`; docs/reliability.md says what that
     protects against and what it does not).
 
     ``lexical_candidates`` (default 8; 0 turns them off) adds to each
@@ -264,7 +264,7 @@ class Store:
     @property
     def fence(self) -> "Fence":
         """Planfence derivation currency, kept in this store's lineage tables
-        (see :class:`agentsensus.planfence.fence.Fence`)."""
+        (see `agentsensus.planfence.fence.Fence`)."""
         self._handles()  # raises when the store is closed
         if "_fence" not in self.__dict__:
             from .planfence.fence import Fence
@@ -519,7 +519,7 @@ class Store:
         ``where`` keeps hits and expansion rows to records that pass it (on
         ``owner``'s metadata, ``round``, ``created_at``, ``updated_at``:
         equality, ``$in``, ``$gte``/``$lte``/``$gt``/``$lt``; see
-        :mod:`agentsensus.record_meta`): the engine filters inside its
+        `agentsensus.record_meta`): the engine filters inside its
         candidate scan, so the hits are the k best that pass. ``threshold``
         drops hits scoring below it (and what only they would expand to).
 
@@ -653,7 +653,7 @@ class Store:
         )
 
     def history(self, id: int) -> list[Change]:
-        """Record ``id``'s changes, oldest first (see :class:`Change`): how it
+        """Record ``id``'s changes, oldest first (see `Change`): how it
         was made, each text change, each statement merged in. Read from the
         said rows and the merge log (agentsensus.record_history); ``KeyError``
         when absent."""
@@ -687,7 +687,7 @@ class Store:
         return n
 
     def stats(self, scope: Optional[str] = None) -> Stats:
-        """Store-wide counts (see :class:`Stats`); with ``scope``, the counts of
+        """Store-wide counts (see `Stats`); with ``scope``, the counts of
         that scope's live records only (``deposits``: the deposits that created
         them), so a scope's stats show nothing of another scope."""
         return Stats(**self._handles().engine.stats(None if scope is None else check_scope(scope)))
@@ -708,7 +708,7 @@ class Store:
         sound. Checks owner sets against owner lists, edge symmetry, the
         counters behind ``stats``, the text and merge indexes, the journal,
         and that the index holds exactly the records' vectors; then the
-        Planfence lineage (see :meth:`Fence.verify`). Every record's text
+        Planfence lineage (see `Fence.verify`). Every record's text
         digests are recomputed from its texts: a digest of another text is
         reported. One snapshot throughout: a writer in another process is
         never reported as damage."""
@@ -721,7 +721,7 @@ class Store:
         """Rebuilds the index and every derived table from the records, owner
         sets, edges and merge log, dropping records that cannot be served (no
         vector or no owner). Needs exclusive use of the store: while another
-        process has it open, :class:`Error` says so and nothing changes."""
+        process has it open, `Error` says so and nothing changes."""
         engine = self._writable()
         texts: list[tuple[int, str]] = [(m.id, m.text) for m in self.records()]
         for rid, _ in list(texts):  # the statements forget may have left in said rows only

@@ -638,7 +638,7 @@ def _in_thread(
 
 
 class AsyncMemory:
-    """mem0's ``AsyncMemory``: :class:`Memory`'s calls as coroutines (each runs
+    """mem0's ``AsyncMemory``: `Memory`'s calls as coroutines (each runs
     the same call in a worker thread), with the same arguments and results."""
 
     def __init__(
@@ -649,7 +649,7 @@ class AsyncMemory:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "AsyncMemory":
-        """As :meth:`Memory.from_config`."""
+        """As `Memory.from_config`."""
         out = cls.__new__(cls)
         out.memory = Memory.from_config(config)
         out.store = out.memory.store
