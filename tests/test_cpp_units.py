@@ -18,6 +18,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a CMake build and ctest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

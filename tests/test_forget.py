@@ -165,6 +165,7 @@ def test_a_format_2_export_imports_without_statements(tmp_path):
         assert s.verify() == []
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 3), st.booleans()), min_size=1, max_size=14),
@@ -213,6 +214,7 @@ def test_no_word_of_a_forget_survives_compact(ops, policy):
         shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_process_catching_up_over_the_new_vector_adds_it_once(store_path):
     """A saved index from before the record, then (in a process that dies
     without saving) its creation, its creator's forget and the new vector:
