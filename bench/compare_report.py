@@ -39,7 +39,7 @@ def _bar(bar: str, workload: str, value: Optional[float], target: str, met: Opti
     return {"bar": bar, "workload": workload, "value": value, "target": target, "met": met}
 
 
-# The raw HNSW libraries beside usearch: within 1.3x of each is the stage-two bar.
+# The raw HNSW libraries beside usearch: within 1.3x of each is a raised bar (docs/design.md).
 ANN_LIMITS = ("usearch", "hnswlib", "faiss")
 
 

@@ -11,8 +11,11 @@ from helpers import DIM
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Deselect with -m "not slow": tests that race real processes or spawn many connections.
-    config.addinivalue_line("markers", "slow: a test that takes seconds (real processes, many connections)")
+    # `pytest -m "not slow"` is the quick tier (CONTRIBUTING.md); the README's command runs both.
+    config.addinivalue_line(
+        "markers",
+        "slow: takes seconds: other processes, clusters, builds, upstream suites, docs, type and style checks",
+    )
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ def items(seeds: list[tuple[str, list[int]]]) -> list[tuple[str, list[str], np.n
 ROUND = [("alice", [1, 2]), ("bob", [1]), ("carol", [3])]
 
 
+@pytest.mark.slow
 def test_a_retried_batch_is_a_no_op_returning_the_first_result(tmp_path) -> None:
     judge = RecordingJudge(lambda a, b: a == b)
     with Store(os.fspath(tmp_path / "s"), dim=DIM, judge=judge) as s:
@@ -44,6 +45,7 @@ def test_a_retried_batch_is_a_no_op_returning_the_first_result(tmp_path) -> None
         assert s.stats().deposits == before.deposits + 3 and all(all(d.merged) for d in other)
 
 
+@pytest.mark.slow
 def test_a_batch_committed_before_a_crash_is_not_deposited_again(tmp_path) -> None:
     path = os.fspath(tmp_path / "s")
     # The writer commits the batch and dies without closing (os._exit: no cleanup at all).
@@ -182,6 +184,7 @@ def keyed_rounds(draw: Any) -> list[tuple[str, list[tuple[str, list[int]]]]]:
     return draw(st.lists(st.tuples(st.sampled_from(["k0", "k1", "k2", "k3"]), batch), min_size=1, max_size=6))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=keyed_rounds())
 def test_each_key_deposits_once_whatever_the_retries(tmp_path_factory, plan) -> None:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # bench scripts as processes
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 N = 2000  # records: enough for every owner selectivity of the corpus (0.1% is 2 records)

@@ -73,6 +73,7 @@ def test_check_on_a_store_being_written_raises_no_false_alarm(store_path) -> Non
         writer.wait()
 
 
+@pytest.mark.slow
 def test_check_repair_refuses_a_store_another_process_has_open(store_path) -> None:
     seed(store_path)
     with Store(store_path, create=False) as s:

@@ -72,6 +72,7 @@ def test_checkpoint_returns_the_journal_end_and_writes_it(tmp_path) -> None:
         assert [m.text for m in s.recall("a", unit(3), k=1)] == ["fact 3"]
 
 
+@pytest.mark.slow
 def test_a_checkpointed_store_killed_later_reopens_from_the_checkpoint(tmp_path) -> None:
     path = os.fspath(tmp_path / "s")
     seq = int(crash(path, before=30, after=12))
@@ -86,6 +87,7 @@ def test_a_checkpointed_store_killed_later_reopens_from_the_checkpoint(tmp_path)
         assert {m.id for m in hits} == set(s.owned("o0"))
 
 
+@pytest.mark.slow
 def test_a_store_killed_without_a_checkpoint_has_no_index_file(tmp_path) -> None:
     path = os.fspath(tmp_path / "s")
     crash(path, before=0, after=10)

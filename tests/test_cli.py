@@ -193,6 +193,7 @@ REFUSALS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, code, message", REFUSALS, ids=[" ".join(r[0]) for r in REFUSALS])
 def test_every_refusal_is_one_line_from_a_real_process(bad_inputs, argv, code, message) -> None:
     args = [a.format(**bad_inputs) for a in argv]
@@ -209,6 +210,7 @@ def test_every_refusal_is_one_line_from_a_real_process(bad_inputs, argv, code, m
     assert not os.path.exists(os.path.join(bad_inputs["tmp"], "new"))
 
 
+@pytest.mark.slow
 def test_compact_of_a_store_open_elsewhere_is_one_line(world: str) -> None:
     holder = _open_elsewhere(world)
     try:

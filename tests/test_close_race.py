@@ -16,6 +16,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # races of threads and processes, repeated
+
 TRIALS = 20
 KINDS = [
     "deposit",

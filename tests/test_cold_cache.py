@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from agentsensus import Store
 
 DIM = 16
@@ -36,6 +37,7 @@ def answers(s: Store, queries: np.ndarray) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_recall_on_an_evicted_store_matches_warm(tmp_path):
     path = str(tmp_path / "s")
     rng = np.random.default_rng(7)

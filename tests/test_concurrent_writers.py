@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from agentsensus import Store
 
 HERE = os.path.dirname(__file__)
@@ -44,6 +45,7 @@ print(json.dumps(acked))
 """
 
 
+@pytest.mark.slow
 def test_four_writer_processes_lose_no_acknowledged_statement(store_path):
     Store(store_path, dim=DIM).close()
     prelude = f"import sys\nsys.path[:0] = {sys.path!r}\n"

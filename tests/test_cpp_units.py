@@ -19,6 +19,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a CMake build and ctest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

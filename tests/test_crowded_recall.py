@@ -51,6 +51,7 @@ def _hits(s: Store, q: np.ndarray) -> list[tuple[int, float]]:
     return [(m.id, m.score) for m in s.recall("all", q, k=K, expand=False)]
 
 
+@pytest.mark.slow
 def test_crowded_recall_is_near_exact_and_repeatable(crowded):
     path, vs = crowded
     qs = _queries(vs, 60)

@@ -44,6 +44,7 @@ except Error as e:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep", [2, 3, 0.5])
 @pytest.mark.parametrize("readonly", [False, True])
 def test_truncated_data_file_is_an_error_not_a_crash(sound, tmp_path, keep, readonly):
@@ -115,6 +116,7 @@ def _flip_node_offset(path: str, table_page_flags: int = 0x02) -> int:  # 0x02: 
     raise AssertionError("no live leaf page found")
 
 
+@pytest.mark.slow
 def test_damaged_node_offset_is_reported_not_a_crash(sound):
     """Regression (fuzz/fuzz_open.py): a flipped bit in a leaf page's node
     offset makes LMDB read past the end of the file (SIGBUS). The page walk
@@ -141,6 +143,7 @@ def test_sound_files_have_sound_pages(sound):
     assert _core.check_pages(sound) == [] and _core.check_pages(sound, False) == []
 
 
+@pytest.mark.slow
 def test_damaged_table_directory_is_refused_at_open(sound):
     """Every open reads the main tree (the table directory) through LMDB's
     map; its pages are walked first, so damage there is an error."""
@@ -357,6 +360,7 @@ def _in_child(code: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_compact_of_a_store_with_a_long_owner_list(tmp_path):
     """Regression: compact() crashed (SIGSEGV) once an owner list outgrew
     its sub-page into a sub-tree of LEAF2 pages: py-lmdb's LEAF2 check in
@@ -371,6 +375,7 @@ def test_compact_of_a_store_with_a_long_owner_list(tmp_path):
         assert s.verify() == [] and len(s.owned("hoarder")) == 300
 
 
+@pytest.mark.slow
 def test_damaged_table_pages_give_errors_not_crashes(tmp_path):
     """Damage to any table page (leaf, branch, overflow, LEAF2; header,
     node offsets, sizes, flags, child and overflow page numbers) used to be

@@ -106,6 +106,7 @@ def open_store(root: str, name: str, judge: Any, policy: Any, sees: bool) -> Sto
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     before=st.lists(item, max_size=4),
@@ -117,6 +118,7 @@ def test_passes_equal_item_by_item(tmp_path_factory, before, batch, policy, sees
     check_passes_equal_item_by_item(tmp_path_factory, before, batch, policy, sees)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(
     before=st.lists(item, max_size=3),

@@ -68,6 +68,7 @@ def _namespace_prefix() -> list[str]:
     return ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-r", "-m"]
 
 
+@pytest.mark.slow
 def test_a_full_device_raises_store_full_and_loses_nothing(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()

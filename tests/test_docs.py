@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Iterator
 
 import agentsensus
+import pytest
+
+pytestmark = pytest.mark.slow  # the docs site build and a scan of every file
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path(agentsensus.__path__[0]).resolve()

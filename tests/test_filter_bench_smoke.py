@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a bench script as a process
+
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "filter_recall.py"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,19 @@ def on_disk(path: str, word: str) -> list[str]:
         if os.path.exists(p) and word.encode() in open(p, "rb").read():
             hits.append(name)
     return hits
+
+
+def matches_on_disk(path: str, pattern: bytes) -> set[bytes]:
+    """The distinct matches of pattern in the raw bytes of the store's files.
+    One pass per file: a search per word, for 1,000 words over a 360 MB
+    data.mdb, took minutes."""
+    found: set[bytes] = set()
+    for name in ("data.mdb", "index.usearch"):
+        p = os.path.join(path, name)
+        if os.path.exists(p):
+            with open(p, "rb") as f:
+                found.update(re.findall(pattern, f.read()))
+    return found
 
 
 def exported(s: Store) -> str:
@@ -151,6 +165,7 @@ def test_a_format_2_export_imports_without_statements(tmp_path):
         assert s.verify() == []
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 3), st.booleans()), min_size=1, max_size=14),
@@ -199,6 +214,7 @@ def test_no_word_of_a_forget_survives_compact(ops, policy):
         shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_process_catching_up_over_the_new_vector_adds_it_once(store_path):
     """A saved index from before the record, then (in a process that dies
     without saving) its creation, its creator's forget and the new vector:
@@ -315,7 +331,9 @@ def test_no_forgotten_word_survives_compact_as_a_branch_separator(tmp_path):
             s.forget("alice", i + 1)  # record ids from 1, in deposit order
         assert s.stats().records == n - len(gone)
     compact(path)
-    left = [i for i in gone if on_disk(path, f"qz{i:05d}x")]
-    assert left == []
+    words = {f"qz{i:05d}x".encode() for i in gone}
+    found = matches_on_disk(path, rb"qz\d{5}x")
+    assert found & words == set()
+    assert len(found) == n - len(gone)  # the grep finds every live word
     kept = next(i for i in range(n) if i not in set(gone))
-    assert on_disk(path, f"qz{kept:05d}x") == ["data.mdb"]  # the grep finds a live word
+    assert on_disk(path, f"qz{kept:05d}x") == ["data.mdb"]

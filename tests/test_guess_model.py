@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
+import pytest
 from agentsensus._deposit.passes import GuessModel
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,6 +32,7 @@ def request(score: float, named: bool) -> tuple[SimpleNamespace, int | None]:
 scores = st.one_of(st.sampled_from([0.1, 0.5, 0.5, 0.9, -math.inf, math.nan]), st.floats(-1, 1))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(scores, st.booleans()), max_size=60), st.integers(1, 40))
 def test_refit_is_the_counted_best_cut(answers: list[tuple[float, bool]], keep: int) -> None:

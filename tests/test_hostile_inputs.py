@@ -95,6 +95,7 @@ def test_metadata_within_the_limits_is_kept(store: Store) -> None:
     assert store.get(rid, "alice").metadata == md
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.recursive(
@@ -242,6 +243,7 @@ FIELDS += [("record", f) for f in ["scope", "created_at", "updated_at", "metadat
 FIELDS += [("store", f) for f in ["format", "dim", "metric", "counters", "agents", "stats", "embedder"]]
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from(FIELDS), JSON_VALUES, st.integers(min_value=0, max_value=60))
 def test_any_value_in_any_field_of_an_import_line_is_imported_or_one_line(

@@ -88,6 +88,7 @@ def test_vectors_survive_bit_for_bit(tmp_path) -> None:
     assert got.tobytes() == vecs.astype("<f4").tobytes()
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     ops=st.lists(
@@ -167,6 +168,7 @@ def test_import_refuses_a_target_that_holds_something(tmp_path) -> None:
     assert exported(os.fspath(empty)) == exported(src)
 
 
+@pytest.mark.slow
 def test_cli_export_then_import_as_real_processes(tmp_path) -> None:
     src, dst = os.fspath(tmp_path / "src"), os.fspath(tmp_path / "dst")
     build_world(src)

@@ -17,6 +17,8 @@ import pytest
 from agentsensus import Store
 from helpers import DIM, unit
 
+pytestmark = pytest.mark.slow  # writer processes killed before their index save
+
 N = 400
 
 

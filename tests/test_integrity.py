@@ -50,6 +50,7 @@ def test_sound_store_verifies_clean(store_path):
     assert r.returncode == 0 and r.stdout.strip() == "ok"
 
 
+@pytest.mark.slow
 def test_missing_owner_list_entry_is_reported_and_repaired(store_path):
     build(store_path)
     with Store(store_path) as s:

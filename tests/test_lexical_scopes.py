@@ -11,6 +11,7 @@ import os
 from typing import Optional
 
 import numpy as np
+import pytest
 from agentsensus import Store
 from agentsensus.io.compact import compact
 from agentsensus.io.export import export_jsonl
@@ -59,6 +60,7 @@ def test_another_scopes_records_do_not_move_a_lexical_score(tmp_path):
     assert crowded == alone  # exactly equal floats: the statistics are scope "m"'s alone
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     others=st.lists(

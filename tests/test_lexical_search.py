@@ -10,6 +10,7 @@ import math
 import re
 
 import numpy as np
+import pytest
 from agentsensus import Store
 from helpers import DIM, unit
 from hypothesis import HealthCheck, given, settings
@@ -56,6 +57,7 @@ def reference(
 texts = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=7).map(" ".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     stored=st.lists(texts, min_size=1, max_size=30),
@@ -83,6 +85,7 @@ def test_the_top_k_is_the_reference_bm25s(tmp_path_factory, stored, new, query, 
         assert also_scores[0] == [float(np.float32(score[i])) for i in also]
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     stored=st.lists(texts, min_size=40, max_size=150),

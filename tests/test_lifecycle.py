@@ -134,6 +134,7 @@ def test_index_of_another_store_is_not_served(tmp_path):
         assert s.recall("x", unit(105), k=1)[0].text == "b5"
 
 
+@pytest.mark.slow
 def test_index_caught_up_after_unclean_exit(store_path):
     # A process that dies without close leaves an old index file; the next
     # open catches it up from the journal.

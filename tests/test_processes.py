@@ -8,8 +8,11 @@ import subprocess
 import sys
 import time
 
+import pytest
 from agentsensus import Store
 from helpers import DIM, unit
+
+pytestmark = pytest.mark.slow  # writer processes
 
 HERE = os.path.dirname(__file__)
 

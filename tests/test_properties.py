@@ -9,6 +9,7 @@ import shutil
 import tempfile
 
 import numpy as np
+import pytest
 from agentsensus import Store
 from helpers import DIM, near, unit
 from hypothesis import HealthCheck, given, settings
@@ -40,6 +41,7 @@ world = st.integers(2, 6).flatmap(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(world)
 def test_one_record_per_event_and_owner_sets_are_witness_sets(w):

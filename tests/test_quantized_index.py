@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from agentsensus import Store, judges
 from agentsensus._store.normalize import text_digest
 from hypothesis import HealthCheck, given, settings
@@ -54,6 +55,7 @@ def test_graph_candidates_are_the_exact_nearest(tmp_path_factory, n, seed, sprea
         np.testing.assert_allclose(got_scores[lo:hi], exact[order], rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_quantized_store_verifies_and_holds_a_quarter_of_the_vector_bytes(tmp_path):
     """verify (I11) accepts the int8 rounding and nothing more; the saved
     index is far below the f32 bytes of its vectors."""

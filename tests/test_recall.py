@@ -43,6 +43,7 @@ def test_expansion_keeps_only_records_the_owner_owns(store):
     assert len({r.id for r in rows}) == len(rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cutoff", [0, 10_000])
 def test_both_plans_agree_with_an_exact_owner_scan(store_path, cutoff):
     owners = ["o0", "o1", "o2"]
@@ -100,6 +101,7 @@ def test_metrics_ip_and_l2sq(tmp_path):
             assert s.recall("a", unit(4), k=1)[0].text == "f4"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric", ["cos", "ip", "l2sq"])
 def test_long_owner_scans_are_exact(tmp_path, metric):
     # An owner of many records is scanned through the index's int8 copy, which
@@ -158,6 +160,7 @@ def test_long_owner_scans_are_exact(tmp_path, metric):
         check(s, held)
 
 
+@pytest.mark.slow
 def test_expansion_search_is_validated_and_a_wide_search_finds_the_exact_candidates(tmp_path):
     path = str(tmp_path / "s")
     for bad in (0, -1, 5000, 1.5, True, "64"):
@@ -188,6 +191,7 @@ def test_expansion_search_is_validated_and_a_wide_search_finds_the_exact_candida
     assert [sorted(c) for c in seen] == [sorted(int(x) for x in e) for e in exact]
 
 
+@pytest.mark.slow
 def test_the_graph_search_shows_no_record_its_owner_has_left(store_path):
     # exact_cutoff 16 and expansion_search 8: "a"'s 8,000 records go through
     # the graph search (15 candidates, or the crowded rule's 32, cost less

@@ -131,6 +131,7 @@ def _filter(rows, picked: list[tuple[str, Any]]) -> tuple[dict[str, Any], Callab
     return where, keep
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(picked=st.lists(clauses(), min_size=1, max_size=3), qseed=st.integers(0, 10**6), k=st.integers(1, 5))
 def test_filtered_recall_is_the_exact_k_best_that_pass(world, picked, qseed, k) -> None:
@@ -161,6 +162,7 @@ def test_a_witness_filters_on_its_own_metadata(world) -> None:
     assert s.recall("a", q, k=5, expand=False, where={"c": 9}) == []
 
 
+@pytest.mark.slow
 def test_the_scan_is_exact_on_near_ties(tmp_path) -> None:
     # 1200 records in 3 tight clusters and queries between them: hundreds of
     # scores within the int8 copy's error of the k-th, which the scan's

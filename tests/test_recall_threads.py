@@ -36,6 +36,7 @@ def _key(rows: list[Memory]) -> list[tuple]:
     return [dataclasses.astuple(m) for m in rows]
 
 
+@pytest.mark.slow
 def test_threads_recall_what_one_thread_recalls(store_path):
     # exact_cutoff 16: "all" and "half" take the graph search (allow-sets,
     # widening), "few" the exact scan; one scoped recall too.
@@ -137,6 +138,7 @@ def test_judge_candidate_is_a_plain_memory():
 LAST = 253402300799999999
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(a=st.integers(0, LAST), b=st.integers(0, LAST))
 def test_recalled_times_are_record_meta_times(tmp_path_factory, a, b):

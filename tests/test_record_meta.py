@@ -237,6 +237,7 @@ def test_a_schema_2_store_opens_and_gains_the_tables(tmp_path) -> None:
         assert s.verify() == []
 
 
+@pytest.mark.slow
 def test_the_graph_search_keeps_only_what_passes_and_falls_back_to_the_scan(tmp_path) -> None:
     # exact_cutoff=0 and a width of 1 make the owner's 700 records go through
     # the HNSW graph (a scan costs more than a search of 3 at width 1).

@@ -261,6 +261,7 @@ deposits = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(deposits)
 def test_every_record_holds_statements_of_one_scope(tmp_path_factory, batch):

@@ -70,6 +70,7 @@ GROWER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_opening_while_another_process_grows_the_map_never_fails(store_path) -> None:
     with Store(store_path, dim=DIM, judge=None, map_size=65536) as s:
         s.deposit("alice", ["first"], unit(1)[None])

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # ruff and clang-format over the tree
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPP_DIRS = ("cpp", "bindings", "tests/cpp")
 

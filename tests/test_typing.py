@@ -14,6 +14,9 @@ import tempfile
 from pathlib import Path
 
 import agentsensus
+import pytest
+
+pytestmark = pytest.mark.slow  # mypy --strict
 
 ROOT = Path(__file__).resolve().parents[1]
 

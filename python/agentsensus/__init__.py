@@ -1,7 +1,7 @@
 """agentsensus: an embedded storage engine for the shared long-term memory of
 many LLM agents living in one world.
 
-The consensus store (:class:`Store`) keeps one record per fact however many
+The consensus store (`Store`) keeps one record per fact however many
 agents witnessed it, with the witnesses as its owner set, affiliation edges
 between statements of one deposit, and owner-scoped recall. The contract is
 docs/reference/contract.md; the design behind it, docs/design.md.

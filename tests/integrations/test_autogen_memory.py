@@ -264,6 +264,7 @@ _contents = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.lists(_contents, min_size=1, max_size=6, unique_by=lambda c: json.dumps(c[1], sort_keys=True)))
 def test_contents_come_back_as_autogen_list_memory_gives_them(items: list[tuple[str, Any]]) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 import agentsensus
 import pytest
 
+pytestmark = pytest.mark.slow  # the examples as processes, and mypy
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from typing import Any
 
+import pytest
 from agentsensus.integrations.langgraph import ConsensusStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -78,6 +79,7 @@ def _run(store: Any, op: tuple[Any, ...]) -> Any:
     return sorted(store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=depth, limit=100))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ops, min_size=1, max_size=20))
 def test_answers_as_the_reference_store(program: list[tuple[Any, ...]]) -> None:

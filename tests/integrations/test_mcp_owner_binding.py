@@ -12,10 +12,13 @@ import sys
 from typing import Any, Optional
 
 import httpx2
+import pytest
 from agentsensus import Store, cli, embedders
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from slow_clients import ENV, LIMIT, free_port, start, stop
+
+pytestmark = pytest.mark.slow  # servers in other processes
 
 ALICE = ["Alice keeps the key under the mat", "Alice waters the ferns on Sunday"]
 ALICE_WORK = ["Alice ships the release on Friday"]

@@ -14,6 +14,8 @@ import pytest
 from agentsensus import Store, cli, embedders
 from mcp import Client, StdioServerParameters
 
+pytestmark = pytest.mark.slow  # servers in other processes
+
 GHOST = "The ghost walks on the platform at midnight"
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
 LIMIT = 120.0  # seconds any one session may take; a hung server fails the test, never the suite

@@ -127,6 +127,7 @@ class Both:
         return b
 
 
+@pytest.mark.slow
 def test_the_documented_calls_match_mem0(pair) -> None:
     theirs, ours = pair
     both = Both(theirs, ours)

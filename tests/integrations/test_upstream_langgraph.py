@@ -26,6 +26,8 @@ from agentsensus.integrations.langgraph import ConsensusStore
 sys.path.insert(0, os.path.dirname(__file__))
 import upstream  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the framework's own suite
+
 _made: list[tuple[ConsensusStore, str]] = []
 
 

@@ -8,8 +8,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import ray
 from agentsensus.ray import RemoteStore, StoreActor
+
+pytestmark = pytest.mark.slow  # a Ray cluster
 
 _OTHER_DRIVER = textwrap.dedent(
     """

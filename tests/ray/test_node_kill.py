@@ -12,10 +12,13 @@ import time
 from typing import Any, Optional
 
 import numpy as np
+import pytest
 from agentsensus import JudgeRequest, Store, judges
 from agentsensus.ray import RemoteStore, StoreActor, node_resource, on_node
 from agentsensus.ray.loopback import LOOPBACK
 from conftest import pickle_by_value
+
+pytestmark = pytest.mark.slow  # a Ray cluster
 
 DIM = 8
 NODES = [{}, {node_resource("disk"): 1}]

@@ -13,6 +13,8 @@ import ray
 from agentsensus import StalePlanError, Store
 from agentsensus.ray import RayHeadsClient, RemoteStore, StoreActor, owner_actor_name
 
+pytestmark = pytest.mark.slow  # a Ray cluster
+
 OWNERS = {"alice": ["req", "scope"], "bob": ["budget"], "carol": ["site"], "dave": ["crew"]}
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a Ray cluster
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "ray_bench.py"
 
 

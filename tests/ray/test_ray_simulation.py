@@ -16,6 +16,8 @@ from agentsensus.sim.ray_runner import aggregate, parse_seeds, run_ray, sweep, w
 from agentsensus.sim.runner import run
 from agentsensus.sim.simulate_cli import cli_main
 
+pytestmark = pytest.mark.slow  # a Ray cluster
+
 NODES = [{}, {}]
 
 

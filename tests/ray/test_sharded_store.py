@@ -14,6 +14,8 @@ import ray
 from agentsensus import Store, judges
 from agentsensus.ray import RemoteStore, ShardedStore, StoreActor, node_resource, on_node, place_shard
 
+pytestmark = pytest.mark.slow  # a Ray cluster
+
 DIM = 8
 NODES = [{node_resource("a"): 1}, {node_resource("b"): 1}]
 PLACES = ["harbour", "market", "chapel", "mill", "gate", "square"]

@@ -9,7 +9,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 from test_ray_simulation import _tiny_play, local_run, untimed
+
+pytestmark = pytest.mark.slow  # a Ray cluster
 
 
 def test_the_command_runs_on_a_local_cluster_it_starts_and_stops(tmp_path) -> None:

@@ -20,6 +20,8 @@ from conftest import pickle_by_value
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.slow  # a Ray cluster
+
 DIM = 8
 pickle_by_value(__name__)
 

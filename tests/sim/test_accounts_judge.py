@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace as NS
 
+import pytest
 from agentsensus.sim.account_judge import AccountJudge
 from agentsensus.sim.accounts import account, split_statements
 from agentsensus.sim.variation import Variation
@@ -47,6 +48,7 @@ def test_variation_is_seeded_reproducible_and_differs_between_witnesses() -> Non
         assert clauses and clauses == sorted(set(clauses)) and max(clauses) < 3
 
 
+@pytest.mark.slow
 @given(st.integers(0, 10_000), st.floats(0.0, 1.0), st.booleans())
 def test_every_account_has_words_and_a_readable_core(seed: int, strength: float, timestamps: bool) -> None:
     v = Variation(strength, seed, timestamps=timestamps)

@@ -126,6 +126,7 @@ def test_run_refuses_a_world_that_is_not_a_play(tmp_path) -> None:  # type: igno
     assert not (tmp_path / "rep").exists()
 
 
+@pytest.mark.slow
 def test_every_bundled_play_is_a_play() -> None:
     from agentsensus.sim.plays import list_plays, load_play
 

@@ -21,6 +21,8 @@ from agentsensus.sim.play import parse_play
 from agentsensus.sim.runner import run
 from agentsensus.sim.simulate_cli import cli_main
 
+pytestmark = pytest.mark.slow  # a simulation run per module
+
 
 @pytest.fixture(scope="module")
 def kept_run(tmp_path_factory, tiny_text):  # type: ignore[no-untyped-def]

@@ -10,9 +10,11 @@ in the room.
 
 from __future__ import annotations
 
+import pytest
 from agentsensus.sim.consensus import ConsensusBackend
 
 
+@pytest.mark.slow
 def test_early_entries_gain_owners_only_through_later_deposits(tmp_path, tiny_play, embed, run_kernel) -> None:  # type: ignore[no-untyped-def]
     runs = {}
     for rounds in (10, 40):

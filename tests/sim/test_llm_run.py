@@ -32,6 +32,7 @@ def faulty_url() -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_a_run_against_a_refusing_failing_endpoint_completes_and_counts(
     faulty_url: str, tiny_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -54,6 +55,7 @@ def test_a_run_against_a_refusing_failing_endpoint_completes_and_counts(
     assert "<h2>The model</h2>" in (out / "report.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_llm_usage_sums_policy_and_judge_and_is_absent_without_a_model(tiny_file: Path, tmp_path: Path) -> None:
     from agentsensus.sim.llm_policy import LLMPolicies
     from agentsensus.sim.llm_usage import llm_usage

@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
+@pytest.mark.slow
 def test_merge_names_replays_the_tiny_play(tiny_file: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     args = [sys.executable, str(BENCH / "merge_names.py"), "--world", str(tiny_file), "--rounds", "3"]

@@ -17,6 +17,8 @@ from agentsensus.sim.report_figures import heatmap_figure, interaction_figure, m
 from agentsensus.sim.runner import run
 from agentsensus.sim.simulate_cli import cli_main
 
+pytestmark = pytest.mark.slow  # a simulation run per module
+
 BASELINES = ("generative_agents", "g_memory", "collaborative")
 KEYS = {
     "sediment",

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from agentsensus.sim.consensus import ConsensusBackend
+
+pytestmark = pytest.mark.slow  # simulations in processes
 
 
 def test_the_judge_meets_the_exact_nearest_records_ties_to_the_lower_id(tmp_path) -> None:  # type: ignore[no-untyped-def]

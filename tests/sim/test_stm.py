@@ -73,6 +73,7 @@ def test_bad_policy_and_capacity() -> None:
         ActionCache(0)
 
 
+@pytest.mark.slow
 @given(st.sampled_from(["fifo", "relevance", "hybrid"]), st.integers(1, 6), st.lists(st.integers(0, 3), max_size=30))
 def test_cache_never_overflows(policy: str, capacity: int, axes: list[int]) -> None:
     c = ActionCache(capacity, policy)

@@ -47,7 +47,7 @@ pass may ask ahead a little further than the last.
 A guess is the judge's verdict on an earlier version of the same statement's
 request when that candidate is still offered; else the best candidate not
 offered to that statement before (all of them, for a statement not judged
-yet) when its score reaches the cut that :class:`GuessModel` learned from
+yet) when its score reaches the cut that `GuessModel` learned from
 the judge's earlier answers; else no match.
 """
 

@@ -2,13 +2,13 @@
 
 Shared by the Planfence heads server and ``agentsensus mcp``:
 
-- :func:`refuse_open_host`: a server on a non-loopback address must
+- `refuse_open_host`: a server on a non-loopback address must
   authenticate its clients, or it refuses to start;
-- :func:`connection_cap`: the most connections a server holds at once,
+- `connection_cap`: the most connections a server holds at once,
   below the process's descriptor limit, so that ``accept()`` never runs out
   of descriptors (asyncio then retries in a loop and the server stops
   answering anyone);
-- :func:`capped`: a protocol factory that answers a connection past the cap
+- `capped`: a protocol factory that answers a connection past the cap
   with ``503`` and closes it at once, before it can hold a descriptor.
 """
 
@@ -77,7 +77,7 @@ def refuse_open_host(host: str, protected: bool, *, lacks: str, exposes: str, re
 def connection_cap(requested: int) -> int:
     """The most connections a server may hold: ``requested``, lowered to
     what the soft descriptor limit (``RLIMIT_NOFILE``) leaves after
-    :data:`RESERVED_DESCRIPTORS` and one accept batch. ``ValueError`` when
+    `RESERVED_DESCRIPTORS` and one accept batch. ``ValueError`` when
     the limit leaves no room at all."""
     if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
         raise ValueError(f"the connection limit must be a positive int, got {requested!r}")

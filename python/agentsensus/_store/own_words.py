@@ -88,7 +88,7 @@ _WORD = re.compile(r"\w+")
 
 
 def check_disclosure(disclosure: Any) -> str:
-    """``disclosure`` when it is one of :data:`DISCLOSURES`; else a one-line ``ValueError``."""
+    """``disclosure`` when it is one of `DISCLOSURES`; else a one-line ``ValueError``."""
     if not isinstance(disclosure, str) or disclosure not in DISCLOSURES:
         raise ValueError(f"disclosure must be 'shared' or 'own_words', got {disclosure!r}")
     return disclosure

@@ -3,9 +3,9 @@
 How ADK's identities map onto the store (docs/integrations-adk.md):
 
 - the scope of a record is the pair (``app_name``, ``user_id``)
-  (:func:`scope_name`): one user's memories never merge with, and are never
+  (`scope_name`): one user's memories never merge with, and are never
   shown to the judge beside, another user's or another app's;
-- each event's ``author`` is an owner (:func:`owner_name`: the author as it
+- each event's ``author`` is an owner (`owner_name`: the author as it
   serves that user in that app; ADK's ``"user"`` author is the user). The
   user also owns every event of their own sessions: they saw it. So what two
   agents of one app said as the same fact, in one session or in two, is one
@@ -80,7 +80,7 @@ class ConsensusMemoryService(BaseMemoryService):
 
     ``store``: an open ``Store`` (the caller closes it) or a path (opened here
     with ``store_options``, e.g. ``judge=``, or shared with the adapters
-    already open on it in this process; :meth:`close` lets go of it).
+    already open on it in this process; `close` lets go of it).
     ``embed`` (with a path only; default ``embedders.hash``) is the store's
     embedder; a ``Store`` given embeds with its own and must have one.
 
@@ -138,7 +138,7 @@ class ConsensusMemoryService(BaseMemoryService):
         session_id: Optional[str] = None,
         custom_metadata: Optional[Mapping[str, object]] = None,
     ) -> None:
-        """Deposits ``events`` (a delta) as :meth:`add_session_to_memory`
+        """Deposits ``events`` (a delta) as `add_session_to_memory`
         does; an event id already deposited for that session is skipped.
         ``custom_metadata`` goes into each event's metadata (JSON values)."""
         await self._add_events(app_name, user_id, session_id or _NO_SESSION, events, custom_metadata)
@@ -305,7 +305,7 @@ def _batch_key(app_name: str, user_id: str, session_id: str, event_id: str) -> s
 
 def _text(content: Optional[types.Content]) -> str:
     """An event's words: its text parts joined, thoughts left out (ADK's
-    memory tools use the text parts only), in NFC (see :func:`_nfc`)."""
+    memory tools use the text parts only), in NFC (see `_nfc`)."""
     if content is None or not content.parts:
         return ""
     return _nfc(" ".join(p.text for p in content.parts if p.text and not p.thought).strip())

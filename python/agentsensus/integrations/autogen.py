@@ -5,7 +5,7 @@ One ``ConsensusMemory`` is one agent's view of a shared store: it deposits as
 memories on the same ``Store`` (or path, in separate processes): what two of
 them add as the same fact becomes one record with both as owners. Memories
 on one path in one process share one open ``Store`` (see
-:mod:`.open_stores`), so a memory loaded from a saved config while the
+`open_stores`), so a memory loaded from a saved config while the
 original is open works.
 
 Needs the ``autogen`` extra: ``pip install 'agentsensus[autogen]'``.
@@ -65,7 +65,7 @@ _SAVED_OPTIONS = (
 class ConsensusMemoryConfig(BaseModel):
     """What ``dump_component`` saves: where the store is, whose view it is,
     and every option the memory and its store were made with. ``judge`` is a
-    spec (:mod:`agentsensus.integrations.judge_spec`)."""
+    spec (`agentsensus.integrations.judge_spec`)."""
 
     path: str
     owner: str
@@ -87,7 +87,7 @@ class ConsensusMemory(Memory, Component[ConsensusMemoryConfig]):
 
     ``store``: an open ``Store`` (the caller closes it) or a path (opened here
     with ``store_options``, or shared with the memories already open on it in
-    this process; the last of them to :meth:`close` closes it). ``embed``
+    this process; the last of them to `close` closes it). ``embed``
     defaults to the store's own, else ``embedders.hash``. ``k`` and
     ``expand`` are the recall's. ``score_threshold`` (as autogen-ext's
     ChromaDB memory has it) keeps only the records whose similarity to the

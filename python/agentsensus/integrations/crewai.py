@@ -5,7 +5,7 @@ records. What it adds is the owner set: when two agents of a crew save the
 same event, the store's judge merges the two saves into one record that both
 own (docs/integrations-crewai.md gives the whole mapping):
 
-- **owner and scope** (:mod:`.crewai_views`): the owner is the agent named by
+- **owner and scope** (`.crewai_views`): the owner is the agent named by
   the ``agent/<role>`` segment CrewAI's executor puts in the scope path
   (else the record's ``source``, else ``default_owner``); records merge only
   within the path above that segment, so crews with different root scopes
@@ -24,7 +24,7 @@ own (docs/integrations-crewai.md gives the whole mapping):
   metric ``l2sq`` (CrewAI saves zero vectors for records it could not
   embed, which metric ``cos`` refuses).
 
-Plug it in with :func:`install` (CrewAI's storage factory) or pass it as
+Plug it in with `install` (CrewAI's storage factory) or pass it as
 ``Memory(storage=ConsensusStorage(...))``. Needs CrewAI only when used:
 ``pip install 'agentsensus[crewai]'``.
 """
@@ -94,7 +94,7 @@ class ConsensusStorage:
 
     ``store``: an open ``Store`` (the caller closes it) or a path. A path is
     opened with ``store_options`` (shared with the other adapters on it in
-    this process; :meth:`close` lets go); a new store is created at the
+    this process; `close` lets go); a new store is created at the
     first save, with the dimension of its embeddings, metric ``l2sq`` and a
     candidate floor of squared distance 0.35 unless ``store_options`` say
     otherwise. ``default_owner`` owns what no agent segment or source claims.
@@ -264,7 +264,7 @@ class ConsensusStorage:
         """Rewrites the view ``record.id`` names to ``record`` (content,
         embedding and fields), as the owner of that view: other owners of the
         record keep their words (``Store.update``). Inside
-        :func:`acting_as` another owner, the content is deposited as that
+        `acting_as` another owner, the content is deposited as that
         owner instead. An id no view answers to is saved as a new record."""
         with self._lock:
             store = self._ready()
@@ -474,7 +474,7 @@ class ConsensusStorage:
     # -- async -------------------------------------------------------------------
 
     async def asave(self, records: list[Any]) -> None:
-        """:meth:`save` in a worker thread."""
+        """`save` in a worker thread."""
         await asyncio.to_thread(self.save, records)
 
     async def asearch(
@@ -486,7 +486,7 @@ class ConsensusStorage:
         limit: int = 10,
         min_score: float = 0.0,
     ) -> list[tuple[Any, float]]:
-        """:meth:`search` in a worker thread."""
+        """`search` in a worker thread."""
         return await asyncio.to_thread(
             self.search, query_embedding, scope_prefix, categories, metadata_filter, limit, min_score
         )
@@ -499,7 +499,7 @@ class ConsensusStorage:
         older_than: Optional[datetime.datetime] = None,
         metadata_filter: Optional[dict[str, Any]] = None,
     ) -> int:
-        """:meth:`delete` in a worker thread."""
+        """`delete` in a worker thread."""
         return await asyncio.to_thread(self.delete, scope_prefix, categories, record_ids, older_than, metadata_filter)
 
 
@@ -517,11 +517,11 @@ def install(
 ) -> Callable[[str], Optional[ConsensusStorage]]:
     """Registers CrewAI's memory storage factory
     (``crewai.memory.storage.factory.set_memory_storage_factory``) so that
-    ``Memory`` builds a :class:`ConsensusStorage`: for ``"agentsensus:PATH"``
+    ``Memory`` builds a `ConsensusStorage`: for ``"agentsensus:PATH"``
     always; for CrewAI's default spec ``"lancedb"`` (what ``Crew(memory=True)``
     uses) when ``default`` (a ``Store`` or path) is given; for any other
     string (a path) when ``paths=True``. ``"qdrant-edge"`` and the rest go to
-    CrewAI's own storages. Returns the factory; :func:`uninstall` removes it."""
+    CrewAI's own storages. Returns the factory; `uninstall` removes it."""
     from crewai.memory.storage.factory import set_memory_storage_factory
 
     def factory(spec: str) -> Optional[ConsensusStorage]:

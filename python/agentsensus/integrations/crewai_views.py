@@ -4,13 +4,13 @@ store scope, and the per-owner metadata ("view") that keeps CrewAI's fields.
 CrewAI saves an agent's memories under ``<root>/agent/<role>/...`` (its
 agent executor does, when the crew's memory has a ``root_scope``, which
 ``Crew(memory=True)`` sets to ``/crew/<crew name>``). The rule
-(:func:`owner_and_scope`):
+(`owner_and_scope`):
 
 - the owner is the segment after the first ``agent`` segment of the record's
   scope path; without one, the record's ``source``; without that, the
   backend's default owner. An owner set explicitly
-  (:func:`agentsensus.integrations.crewai.acting_as`) comes first;
-- the store scope (where records merge: :mod:`agentsensus.scopes`) is the
+  (`agentsensus.integrations.crewai.acting_as`) comes first;
+- the store scope (where records merge: `agentsensus.scopes`) is the
   path above the ``agent`` segment (``/crew/research``), or the whole path
   when it has none. Two crews with different root scopes never merge.
 
@@ -76,7 +76,7 @@ def under(path: str, prefix: Optional[str]) -> bool:
 
 
 def scope_clauses(prefix: Optional[str]) -> list[Optional[dict[str, Any]]]:
-    """The recall ``where`` clauses whose union is the views :func:`under`
+    """The recall ``where`` clauses whose union is the views `under`
     ``prefix``: ``[None]`` (no filter) for the root, else the path itself and
     the range of paths below it (``"0"`` is the character after ``"/"``)."""
     p = normal_path(prefix)

@@ -5,7 +5,7 @@ A spec is ``"exact"``, ``"never"``, ``"threshold:0.8"`` or
 ``"llm:MODEL"`` / ``"llm:MODEL@URL"`` (an OpenAI-compatible endpoint; the
 API key is never saved, a reloaded judge reads ``OPENAI_API_KEY``). A judge
 that no spec names (a custom function, an LLM judge with non-default
-options) has no spec: :func:`judge_spec` says so in a ``ValueError``.
+options) has no spec: `judge_spec` says so in a ``ValueError``.
 """
 
 from __future__ import annotations

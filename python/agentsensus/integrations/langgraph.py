@@ -12,7 +12,7 @@ that owner owns, and returns the items whose texts ended in them.
 
 The items themselves (key, JSON value, timestamps, the records their texts
 ended in) live in the store's own LMDB environment (see
-:mod:`.langgraph_items`): a record holds text and owners, not values. A put
+`langgraph_items`): a record holds text and owners, not values. A put
 is one transaction: its deposit and its item row commit together, so they
 cannot disagree after a crash. A record an item no longer uses is
 forgotten in the same transaction when only its owner held it; one that
@@ -24,7 +24,7 @@ such a record owned but unused, which searches skip.
 ``fields``) and ``distance_type`` (``"cosine"``, ``"inner_product"`` or
 ``"l2"``, as LangGraph's Postgres store); any other key raises
 ``ValueError``. ``embed`` may also be an agentsensus embedder
-(``embedders.hash``): :data:`ConsensusIndexConfig` types it, so the
+(``embedders.hash``): `ConsensusIndexConfig` types it, so the
 documented ``index={"embed": embedders.hash}`` passes ``mypy --strict``.
 
 Needs the ``langgraph`` extra: ``pip install 'agentsensus[langgraph]'``.
@@ -115,13 +115,13 @@ class _PutPlan:
 
 class ConsensusStore(BaseStore):
     """A LangGraph ``BaseStore`` whose semantic index is an agentsensus
-    :class:`~agentsensus.Store`.
+    `Store`.
 
     ``store``: an open ``Store`` (it stays the caller's to close) or a path
     (opened here with ``index["dims"]`` and ``store_options``, or shared with
-    the adapters already open on it in this process; :meth:`close` lets go
+    the adapters already open on it in this process; `close` lets go
     of it, and the last one closes it). ``index``: LangGraph's ``IndexConfig``
-    (:class:`ConsensusIndexConfig`); ``embed`` is a LangChain ``Embeddings``,
+    (`ConsensusIndexConfig`); ``embed`` is a LangChain ``Embeddings``,
     a (sync or async) function ``list[str] -> vectors``, or an agentsensus
     embedder (its ``.dim`` stands in for ``dims``); ``fields`` defaults to
     ``["$"]`` (the whole value); ``distance_type`` (``"cosine"``, the

@@ -6,13 +6,13 @@ A consensus record holds text and owners, not a key-value item, so the
 items live beside the records: one row per (namespace, key) with its JSON
 value, timestamps and the records its indexed texts ended in (each held for
 an owner). A put that indexes texts writes its row in the transaction of
-its deposit (:class:`ItemBatch` rides in ``Store``'s commit), so the row and
+its deposit (`ItemBatch` rides in ``Store``'s commit), so the row and
 its records cannot disagree after a crash. The reverse index takes a recall
 hit back to its items; a record no item of its owner uses any more comes
 back from the write as *unused*, for the owner to forget.
 
 Stores written before the items moved here kept them in ``langgraph.sqlite3``
-beside the store: :func:`migrate_sqlite` moves them in, and a writable
+beside the store: `migrate_sqlite` moves them in, and a writable
 ``ConsensusStore`` does so on open.
 """
 
@@ -54,7 +54,7 @@ def join_namespace(namespace: Sequence[str]) -> str:
 
 
 def split_namespace(ns: str) -> tuple[str, ...]:
-    """The inverse of :func:`join_namespace`."""
+    """The inverse of `join_namespace`."""
     return tuple(ns.split("."))
 
 
@@ -223,7 +223,7 @@ def migrate_sqlite(
 
 
 def stderr_progress(path: str) -> Callable[[int, int], None]:
-    """A progress callback for :func:`migrate_sqlite` that writes one line,
+    """A progress callback for `migrate_sqlite` that writes one line,
     rewritten at most twice a second, to stderr."""
     last = [0.0]
 

@@ -49,7 +49,7 @@ class ConsensusMemoryBlock(BaseMemoryBlock[str]):
 
     ``store``: an open ``Store`` (the caller closes it) or a path (opened
     here with ``store_options``, or shared with the adapters already open on
-    it in this process; :meth:`close` lets go of it). ``embed`` defaults to
+    it in this process; `close` lets go of it). ``embed`` defaults to
     the store's own, else ``embedders.hash``.
 
     A flush (``aput``) is one deposit: each non-system message with text is

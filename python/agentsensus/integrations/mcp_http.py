@@ -6,7 +6,7 @@ What it adds to the SDK's ``streamable_http_app``:
   connecting (or from its previous answer) to send a whole request, headers
   and body, however slowly it trickles bytes; then it is closed (uvicorn
   alone only times out idle keep-alive connections);
-- a connection cap below the descriptor limit (:mod:`agentsensus._net.listen_guard`):
+- a connection cap below the descriptor limit (`agentsensus._net.listen_guard`):
   a connection past it is answered 503 and closed as soon as it is accepted;
 - SIGTERM and SIGINT stop it promptly: requests in flight get
   ``shutdown_timeout`` seconds, then are cancelled, and ``serve`` returns

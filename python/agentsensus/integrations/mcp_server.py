@@ -12,10 +12,10 @@ Tools: ``remember`` (deposit statements as an owner), ``recall``, ``get``,
 ``derive`` and ``check_plan`` (``--no-planfence`` leaves them out). The
 owner is a tool argument unless the server is bound: ``--owner NAME`` binds
 it to NAME, and over HTTP a token table (``--tokens FILE`` or
-``AGENTSENSUS_MCP_TOKENS``, :mod:`.mcp_tokens`) binds each request to its
+``AGENTSENSUS_MCP_TOKENS``, `mcp_tokens`) binds each request to its
 bearer token's owner (401 without one); a bound tool takes no owner and sees
-only that owner's records (:mod:`.mcp_tools`). A non-loopback ``--host``
-needs tokens. Over HTTP, :mod:`.mcp_http` adds a request deadline, a
+only that owner's records (`mcp_tools`). A non-loopback ``--host``
+needs tokens. Over HTTP, `mcp_http` adds a request deadline, a
 connection cap below the descriptor limit and a prompt exit on SIGTERM.
 ``--disclosure own_words`` shows each owner only its own statements and
 itself as owner (docs/reference/store.md, "What an owner reads"; ``shared``, the default,
@@ -51,7 +51,7 @@ Embed = Callable[[list[str]], Any]
 def embedder_from_name(name: str) -> Embed:
     """The embedder ``--embedder`` names: ``hash``, ``minilm``,
     ``sentence_transformers:NAME`` or ``openai:MODEL`` (see
-    :func:`agentsensus.embedders.from_name`)."""
+    `agentsensus.embedders.from_name`)."""
     e: Embed = embedders.from_name(name)
     return e
 
@@ -68,7 +68,7 @@ def build_server(
 ) -> Any:
     """An ``mcp`` ``MCPServer`` with the store's tools. ``owner`` (and
     ``scope``) binds every tool to that owner's view; ``tokens`` (token ->
-    :class:`Binding`) binds each HTTP request to its bearer token's owner and
+    `Binding`) binds each HTTP request to its bearer token's owner and
     refuses one without a valid token (401); with neither, the tools take an
     ``owner`` argument. ``planfence=False`` leaves out the Planfence tools.
     The caller runs it and closes the store after."""

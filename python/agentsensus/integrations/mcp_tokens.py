@@ -12,7 +12,7 @@ or JSON, a list of objects::
 
     [{"token": "3q2+7w9...", "owner": "alice"}, {"token": "Zm9v...", "owner": "bob", "scope": "work"}]
 
-A token is at least :data:`MIN_TOKEN_BYTES` bytes with no whitespace, and
+A token is at least `MIN_TOKEN_BYTES` bytes with no whitespace, and
 appears once. A file must not be readable by other users (``chmod 600``).
 A request's token is checked against every token of the table with
 ``hmac.compare_digest`` on SHA-256 digests, with no early exit, so the time

@@ -165,7 +165,7 @@ class Memory:
     """mem0's ``Memory`` over the store at ``path`` (made with the embedder's
     dim when new). ``extractor`` (``messages -> list of facts``) serves
     ``add(..., infer=True)``; without one every message is added as it is.
-    Other keyword arguments go to :class:`agentsensus.Store`, among them
+    Other keyword arguments go to `agentsensus.Store`, among them
     ``disclosure`` (``"shared"`` or ``"own_words"``; see the module's docstring)."""
 
     def __init__(
@@ -655,7 +655,7 @@ def _in_thread(
 
 
 class AsyncMemory:
-    """mem0's ``AsyncMemory``: :class:`Memory`'s calls as coroutines (each runs
+    """mem0's ``AsyncMemory``: `Memory`'s calls as coroutines (each runs
     the same call in a worker thread), with the same arguments and results."""
 
     def __init__(
@@ -666,7 +666,7 @@ class AsyncMemory:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "AsyncMemory":
-        """As :meth:`Memory.from_config`."""
+        """As `Memory.from_config`."""
         out = cls.__new__(cls)
         out.memory = Memory.from_config(config)
         out.store = out.memory.store

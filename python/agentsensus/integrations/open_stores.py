@@ -3,9 +3,9 @@
 A store opens once per process (the engine refuses a second open of the same
 file), so two adapters on one path, e.g. a memory and the one
 ``load_component`` makes from its saved config, must share one ``Store``.
-:func:`acquire` hands out the open one (counting its users) or opens it;
-:func:`release` closes it when its last user lets go. A ``Store`` the caller
-opened and gave an adapter is :func:`lend`-ed: found by path like the rest,
+`acquire` hands out the open one (counting its users) or opens it;
+`release` closes it when its last user lets go. A ``Store`` the caller
+opened and gave an adapter is `lend`-ed: found by path like the rest,
 never closed here.
 """
 
@@ -41,7 +41,7 @@ def lend(store: Store) -> None:
 
 def acquire(path: "str | os.PathLike[str]", options: Mapping[str, Any]) -> tuple[Store, bool]:
     """The open store at ``path`` (checked against ``options``), or a new one
-    opened with them. Returns it and whether it must be :func:`release`-d."""
+    opened with them. Returns it and whether it must be `release`-d."""
     key = key_of(path)
     with _lock:
         lent = _lent.get(key)

@@ -38,7 +38,7 @@ def batch_rows(store: "Store") -> Iterator[dict[str, Any]]:
 
 class BatchKeyLoader:
     """Collects the ``batch`` lines of an import and writes them once the
-    records and counters are in (:meth:`finish`)."""
+    records and counters are in (`finish`)."""
 
     def __init__(self, batch: int = 1000) -> None:
         self.rows: list[tuple[int, tuple[Any, ...]]] = []  # (line, engine row)

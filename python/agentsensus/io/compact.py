@@ -28,7 +28,7 @@ class Compacted(NamedTuple):
 def compact(path: Union[str, "os.PathLike[str]"]) -> Compacted:
     """Rewrites the store at ``path`` with only its live pages.
 
-    Needs exclusive use: raises :class:`agentsensus.Error` if the store is
+    Needs exclusive use: raises `agentsensus.Error` if the store is
     open in this process (through any path to it) or another one (processes that try to open it while
     it runs wait for it). Records, the journal and the store's identity are
     unchanged, so the saved index file stays valid. A crash leaves either the

@@ -28,9 +28,9 @@ One JSON object per line, each with a ``"type"``, in this order:
   derived version its ``inputs`` as ``[key, version]`` pairs) and, for
   readers, the ``frontier`` of its head (``key``, ``owner``, ``version``,
   ``digest`` in hex), one per key in key order;
-- ``item``: a LangGraph item (:mod:`agentsensus.io.items_io`), one per
+- ``item``: a LangGraph item (`agentsensus.io.items_io`), one per
   item in key order;
-- ``batch``: an exactly-once batch key (:mod:`agentsensus.io.batch_keys_io`),
+- ``batch``: an exactly-once batch key (`agentsensus.io.batch_keys_io`),
   one per key in key order.
 """
 

@@ -1,4 +1,4 @@
-"""``agentsensus import``: a JSON Lines export (see :mod:`agentsensus.io.export`)
+"""``agentsensus import``: a JSON Lines export (see `agentsensus.io.export`)
 read back into a new store that is the same store: the same record ids,
 texts, owners, rounds, vectors, edges, text digests, merge log, counters and
 Planfence lineage.

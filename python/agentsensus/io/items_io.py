@@ -44,7 +44,7 @@ def item_rows(store: "Store") -> Iterator[dict[str, Any]]:
 
 class ItemLoader:
     """Collects the ``item`` lines of an import and writes them once the
-    records are in (:meth:`finish`)."""
+    records are in (`finish`)."""
 
     def __init__(self, batch: int = 1000) -> None:
         self.rows: list[tuple[int, tuple[Any, ...]]] = []  # (line, engine write)

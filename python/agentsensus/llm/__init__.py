@@ -1,7 +1,7 @@
 """Everything that talks to a language model over an OpenAI-compatible API
 (the ``llm`` extra): the client with its retries and counters
-(:mod:`.client`), the equivalence judge (:mod:`.judge`) and the embedder
-(:mod:`.embedder`). Importing it imports no ``openai``: the client loads it
+(`client`), the equivalence judge (`judge`) and the embedder
+(`embedder`). Importing it imports no ``openai``: the client loads it
 when a client is made."""
 
 from __future__ import annotations

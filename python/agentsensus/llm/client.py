@@ -114,7 +114,7 @@ def _is_transient(exc: BaseException) -> bool:
 
 def endpoint_error(exc: BaseException) -> bool:
     """True when ``exc`` came from the endpoint or the way to it (an
-    :class:`LLMError` after the retries, or any ``openai`` error), not from
+    `LLMError` after the retries, or any ``openai`` error), not from
     a bug of the caller."""
     if isinstance(exc, LLMError):
         return True

@@ -24,7 +24,7 @@ class OpenAIEmbedder:
     vectors) and is then the ``dim``; otherwise ``dim`` is known for OpenAI's
     own models and found by embedding one probe text for any other. Texts go
     in requests of at most ``batch_size``. ``client`` is the
-    :class:`~agentsensus.llm.client.LLMClient` (timeouts, retries, counters).
+    `LLMClient` (timeouts, retries, counters).
     """
 
     def __init__(self, client: "LLMClient", *, dimensions: Optional[int] = None, batch_size: int = 256) -> None:
@@ -77,6 +77,6 @@ def openai(
     backoff: float = 0.5,
 ) -> OpenAIEmbedder:
     """An embedder over an OpenAI-compatible ``/embeddings`` endpoint (the
-    ``llm`` extra); see :class:`OpenAIEmbedder`."""
+    ``llm`` extra); see `OpenAIEmbedder`."""
     client = LLMClient(model, base_url=base_url, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff)
     return OpenAIEmbedder(client, dimensions=dimensions, batch_size=batch_size)

@@ -209,7 +209,7 @@ class LLMJudge:
     Call it as ``judge(requests)`` (``Store.deposit``) or ``await
     judge.ajudge(requests)`` (``Store.adeposit(..., judge=judge.ajudge)``);
     both share the cache and the counters. ``client`` is the
-    :class:`LLMClient` (its ``usage`` has calls, tokens and seconds).
+    `LLMClient` (its ``usage`` has calls, tokens and seconds).
 
     ``judge_budget``: the tokens one prompt may take (estimated as characters
     / 3); a call whose requests need more is split into several prompts, each
@@ -520,9 +520,9 @@ def llm(
     """An equivalence judge on any OpenAI-compatible chat endpoint.
 
     ``timeout`` (seconds per request), ``retries``, ``backoff`` and
-    ``max_backoff`` govern transport failures (see :class:`LLMClient`);
+    ``max_backoff`` govern transport failures (see `LLMClient`);
     ``answer_retries``, ``on_error``, ``cache_size`` and ``judge_budget``
-    (tokens per prompt) the answers (see :class:`LLMJudge`). ``json_mode=False`` for servers that reject
+    (tokens per prompt) the answers (see `LLMJudge`). ``json_mode=False`` for servers that reject
     ``response_format``; ``options`` go to every request (``seed``, ...).
     """
     client = LLMClient(

@@ -1,7 +1,7 @@
 """Planfence: derivation currency for plans built on other owners' values.
 
-:mod:`.fence` holds the API (``Store.fence``); the HTTP transport of heads is
-the :mod:`.transport` module, imported only by whoever serves or fetches heads
+`fence` holds the API (``Store.fence``); the HTTP transport of heads is
+the `transport` module, imported only by whoever serves or fetches heads
 (it needs the ``aiohttp`` extra), so nothing here imports it."""
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Planfence: derivation currency for plans (docs/reference/contract.md, "Planfence").
 
 A plan stores exact links to the versions of the inputs it was derived from.
-Before a protected action, :meth:`Fence.check` walks those links to the
+Before a protected action, `Fence.check` walks those links to the
 action's dependency frontier, asks each input's owner once for its current
-heads, and reports what moved; :meth:`Fence.guard` lets the application
-replan once before it blocks with :class:`StalePlanError`.
+heads, and reports what moved; `Fence.guard` lets the application
+replan once before it blocks with `StalePlanError`.
 
 The lineage lives in the store's LMDB environment (C++ engine); owners may
 live in other processes, reached through a ``heads`` source such as
-:class:`agentsensus.planfence.transport.HeadsClient`.
+`agentsensus.planfence.transport.HeadsClient`.
 """
 
 from __future__ import annotations

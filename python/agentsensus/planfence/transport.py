@@ -1,7 +1,7 @@
 """The Planfence heads transport: owners in other processes, over HTTP (aiohttp).
 
-:class:`HeadsServer` serves one or more owners' heads from a store;
-:class:`HeadsClient` asks each owner once per check, all owners in parallel,
+`HeadsServer` serves one or more owners' heads from a store;
+`HeadsClient` asks each owner once per check, all owners in parallel,
 with a timeout. A failure (timeout, refused connection, HTTP error, unknown
 owner, an answer that fails verification) is reported per owner and blocks
 the action with a reason naming the owner: an unreachable or unproven owner
@@ -17,12 +17,12 @@ Every request carries an ``X-Agentsensus-Nonce`` header.
 Security (see docs/reliability.md, "The heads transport"):
 
 - ``token=`` on both sides: every request is authenticated and every answer
-  is bound to its request by a MAC (:mod:`.transport_auth`), so a server
+  is bound to its request by a MAC (`transport_auth`), so a server
   without the token (a spoof, a squatter on the port) or a replayed answer
   cannot make a check pass.
 - ``ssl_context=`` on both sides: TLS, mutual if the server's context
-  requires client certificates (:func:`server_ssl_context`,
-  :func:`client_ssl_context`).
+  requires client certificates (`server_ssl_context`,
+  `client_ssl_context`).
 - A server on a non-loopback host with neither refuses to start unless
   ``insecure=True``.
 
@@ -108,7 +108,7 @@ class AnswerNotAuthentic(OwnerUnavailable):
 
 
 def server_ssl_context(certfile: str, keyfile: str, *, client_ca: Optional[str] = None) -> ssl.SSLContext:
-    """A TLS context for :class:`HeadsServer` (TLS 1.2 or later) with the
+    """A TLS context for `HeadsServer` (TLS 1.2 or later) with the
     server's certificate chain; with ``client_ca``, mutual TLS: a client
     must present a certificate signed by that CA."""
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -123,7 +123,7 @@ def server_ssl_context(certfile: str, keyfile: str, *, client_ca: Optional[str] 
 def client_ssl_context(
     cafile: Optional[str] = None, *, certfile: Optional[str] = None, keyfile: Optional[str] = None
 ) -> ssl.SSLContext:
-    """A TLS context for :class:`HeadsClient` that verifies the server's
+    """A TLS context for `HeadsClient` that verifies the server's
     certificate and name against ``cafile`` (the system's CAs if ``None``);
     with ``certfile`` (and ``keyfile``), the client's certificate for mutual TLS."""
     ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=cafile)
@@ -224,13 +224,13 @@ class HeadsServer:
         owners: the owner name, or names, this server answers for.
         host: the address to bind. A non-loopback one needs ``token`` or
             ``ssl_context``, or ``insecure=True``.
-        port: the port to bind (0: a free one, see :attr:`url`).
+        port: the port to bind (0: a free one, see `url`).
         token: the shared secret (str or bytes, at least
-            :data:`MIN_TOKEN_BYTES`). Every request must carry its MAC and
+            `MIN_TOKEN_BYTES`). Every request must carry its MAC and
             every answer carries one bound to the request's nonce; a request
             without a valid one is refused with HTTP 401.
         ssl_context: serve HTTPS with this context (see
-            :func:`server_ssl_context`; mutual TLS if it requires client
+            `server_ssl_context`; mutual TLS if it requires client
             certificates).
         insecure: allow a non-loopback host with neither token nor TLS.
         allowed_hosts: extra names the ``Host`` header may carry (a DNS
@@ -243,7 +243,7 @@ class HeadsServer:
         max_concurrent: requests read or answered at once; one more is
             refused at once with 503 ("busy") instead of queueing.
         max_connections: connections held at once, lowered to what the
-            process's descriptor limit leaves (:func:`agentsensus._net.listen_guard.connection_cap`);
+            process's descriptor limit leaves (`agentsensus._net.listen_guard.connection_cap`);
             one more is answered 503 and closed as soon as it is accepted.
         header_timeout: seconds a connection may take to send a request's
             headers (also how long an idle keep-alive connection stays open).
@@ -594,10 +594,10 @@ class HeadsClient:
             mapping owner -> token (every owner of ``endpoints`` then needs
             one). Requests are signed, and an answer whose MAC does not bind
             it to this request (no token at the server, a replayed answer)
-            is refused with :class:`AnswerNotAuthentic`: the check is not
+            is refused with `AnswerNotAuthentic`: the check is not
             current and its reason names the owner.
         ssl_context: the TLS context for ``https://`` endpoints (see
-            :func:`client_ssl_context`; with a client certificate for mutual
+            `client_ssl_context`; with a client certificate for mutual
             TLS). Without it, ``https://`` verifies against the system's CAs.
         insecure: allow a non-loopback ``http://`` endpoint without a token
             (nothing then proves where its answers come from).
@@ -737,7 +737,7 @@ class HeadsClient:
     def ask_encoded(self, queries: Mapping[str, bytes]) -> dict[str, Union[bytes, BaseException]]:
         """Sends each owner its encoded query, all in parallel; returns each
         owner's encoded answer, or the error that kept it from answering
-        (:class:`OwnerUnavailable`; :class:`AnswerNotAuthentic` for an answer
+        (`OwnerUnavailable`; `AnswerNotAuthentic` for an answer
         that failed verification)."""
         if not queries:
             return {}

@@ -18,7 +18,7 @@ headers are in, without reading a body of megabytes. An
 answer is therefore good for one request only: a server without the token
 cannot make one (spoofing, a squatter on the port), and a recorded one does
 not verify against a new nonce (replay). The server refuses a request whose
-time is more than :data:`MAX_CLOCK_SKEW` seconds off, or whose nonce it has
+time is more than `MAX_CLOCK_SKEW` seconds off, or whose nonce it has
 seen within that window (a replayed request). What the MAC does not give:
 secrecy of the bytes on the wire (that is TLS's part) and protection from
 a holder of the token (every holder may act as client or server).

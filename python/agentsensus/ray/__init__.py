@@ -3,13 +3,13 @@ that holds its files, clients of it anywhere in the cluster, Planfence
 owners as actors, and a world sharded by place. docs/scale.md says when to
 use which.
 
-- :class:`StoreActor`: one store in a Ray actor (reads in parallel, one
-  writer, restartable, placed with :func:`on_node`).
-- :class:`RemoteStore`: ``Store``'s methods over a StoreActor.
-- :class:`ShardedStore`: deposits by place over K StoreActors, recall
+- `StoreActor`: one store in a Ray actor (reads in parallel, one
+  writer, restartable, placed with `on_node`).
+- `RemoteStore`: ``Store``'s methods over a StoreActor.
+- `ShardedStore`: deposits by place over K StoreActors, recall
   merged over the owner's shards.
-- :class:`RayHeadsClient`: Planfence heads asked of owner actors.
-- :func:`local_cluster`: a cluster on 127.0.0.1 with token authentication.
+- `RayHeadsClient`: Planfence heads asked of owner actors.
+- `local_cluster`: a cluster on 127.0.0.1 with token authentication.
 """
 
 from __future__ import annotations

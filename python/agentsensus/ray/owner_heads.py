@@ -1,7 +1,7 @@
-"""Planfence owners as actors: :class:`RayHeadsClient` asks each owner's
-:class:`agentsensus.ray.StoreActor` for its heads over Ray calls.
+"""Planfence owners as actors: `RayHeadsClient` asks each owner's
+`agentsensus.ray.StoreActor` for its heads over Ray calls.
 
-It is a heads client as :meth:`agentsensus.planfence.fence.Fence.check`
+It is a heads client as `agentsensus.planfence.fence.Fence.check`
 takes one (``ask_encoded``): each owner gets the encoded head query the
 fence built and answers it from its own lineage (``Fence.answer``). All
 owners are asked at once; an owner whose actor is dead, that has no actor
@@ -32,7 +32,7 @@ def owner_actor_name(owner: str) -> str:
 
 class RayHeadsClient:
     """Asks owner actors for heads. ``actors``: owner -> its StoreActor
-    handle. :meth:`named` finds them by :func:`owner_actor_name` instead.
+    handle. `named` finds them by `owner_actor_name` instead.
     Pickles with its handles, so a check can run inside another actor."""
 
     def __init__(self, actors: Mapping[str, Any], *, timeout: float = 10.0) -> None:

@@ -1,5 +1,5 @@
-"""``RemoteStore``: :class:`agentsensus.Store`'s methods, served by a
-:class:`agentsensus.ray.StoreActor` anywhere in the cluster.
+"""``RemoteStore``: `agentsensus.Store`'s methods, served by a
+`agentsensus.ray.StoreActor` anywhere in the cluster.
 
 Every call is one actor call. Arguments and results travel pickled; Ray
 moves any argument over 100 KiB (a round's vectors) through its object
@@ -55,7 +55,7 @@ _DIED = "is unavailable: its actor died"
 
 
 def _actor_died(e: Error) -> bool:
-    """Whether ``e`` is :func:`unwrap`'s report of a dead (maybe restarting) actor."""
+    """Whether ``e`` is `unwrap`'s report of a dead (maybe restarting) actor."""
     return _DIED in str(e)
 
 
@@ -88,8 +88,8 @@ def _died(e: BaseException, what: str) -> Error:
 
 
 class RemoteStore:
-    """A :class:`agentsensus.Store` held by ``actor`` (a
-    :class:`agentsensus.ray.StoreActor` handle). Many drivers, tasks and
+    """A `agentsensus.Store` held by ``actor`` (a
+    `agentsensus.ray.StoreActor` handle). Many drivers, tasks and
     actors may hold a ``RemoteStore`` of the same actor (it pickles with the
     handle); ``close`` closes only this client, ``shutdown`` the store.
 
@@ -241,18 +241,18 @@ class RemoteStore:
 
     @property
     def fence(self) -> "RemoteFence":
-        """Planfence over the actor's store (see :class:`RemoteFence`)."""
+        """Planfence over the actor's store (see `RemoteFence`)."""
         if self._closed:
             raise Error(f"the store at {self.path} is closed")
         return RemoteFence(self)
 
 
 class RemoteFence:
-    """:class:`agentsensus.planfence.fence.Fence` of a ``RemoteStore``:
+    """`agentsensus.planfence.fence.Fence` of a ``RemoteStore``:
     ``publish``, ``derive``, ``observe``, ``head``, ``owner``, ``value``,
     ``keys``, ``verify``, ``frontier``, ``check``, ``check_all``,
     ``answer``. ``check(heads=...)`` runs in the actor, so ``heads`` must
-    pickle (a :class:`agentsensus.ray.RayHeadsClient` does). ``guard`` is
+    pickle (a `agentsensus.ray.RayHeadsClient` does). ``guard`` is
     not offered: its replan stages writes in the calling thread of the
     store's own process; run the guard in the actor's process, or check,
     replan and check again from here."""

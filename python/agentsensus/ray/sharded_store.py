@@ -1,4 +1,4 @@
-"""``ShardedStore``: a world's memory over K :class:`agentsensus.ray.StoreActor`
+"""``ShardedStore``: a world's memory over K `agentsensus.ray.StoreActor`
 shards, split by the place of each event.
 
 A deposit goes to the shard of its event's place, so everything the judge
@@ -53,7 +53,7 @@ class ShardedStore:
     """Deposits by place over ``actors`` (StoreActor handles, one per
     shard; their order fixes the shard numbers, so keep it). ``route``:
     a function giving a deposit's place when ``place=`` is not passed.
-    ``shard_of``: place -> shard index, :func:`place_shard` by default."""
+    ``shard_of``: place -> shard index, `place_shard` by default."""
 
     def __init__(
         self,

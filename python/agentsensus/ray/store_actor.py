@@ -11,11 +11,11 @@ Judges run inside the actor, in the writer thread: pass ``judge=`` (any
 callable that pickles, e.g. a module-level function or a picklable object)
 to ``StoreActor.remote`` or per call. An LLM judge's model calls therefore
 leave from the store's node, and a slow judge holds the one writer: that is
-what :class:`agentsensus.ray.ShardedStore` spreads over shards.
+what `agentsensus.ray.ShardedStore` spreads over shards.
 
 Placement: the store's files live on one node's local disk (LMDB must not
 live on a network filesystem). Start that node with the custom resource
-:func:`node_resource` names (``ray start --resources='{"agentsensus-node:NAME": 1}'``)
+`node_resource` names (``ray start --resources='{"agentsensus-node:NAME": 1}'``)
 and place the actor with ``StoreActor.options(**on_node(NAME))``; a
 restarted actor (``max_restarts``) comes back on that node, or on a
 replacement node started with the same resource and the same disk.
@@ -48,7 +48,7 @@ def node_resource(name: str) -> str:
 
 def on_node(name: str) -> dict[str, Any]:
     """``.options(...)`` that place an actor on the node carrying
-    :func:`node_resource` ``(name)`` (a sliver of it, so many actors fit)."""
+    `node_resource` ``(name)`` (a sliver of it, so many actors fit)."""
     return {"resources": {node_resource(name): 0.001}}
 
 
@@ -62,9 +62,9 @@ _write: Callable[[_F], _F] = ray.method(concurrency_group=WRITE)
 
 @ray.remote(concurrency_groups={READ: READERS, WRITE: 1}, max_restarts=3, max_task_retries=0, num_cpus=0)
 class StoreActor:
-    """The store behind a :class:`agentsensus.ray.RemoteStore`; built as
+    """The store behind a `agentsensus.ray.RemoteStore`; built as
     ``StoreActor.remote(path, checkpoint_every=0, **store_options)`` with
-    :class:`agentsensus.Store`'s options (``judge`` and ``embed`` must
+    `agentsensus.Store`'s options (``judge`` and ``embed`` must
     pickle). ``checkpoint_every``: after this many write calls, save the
     index (``Store.checkpoint``), so a restarted actor reopens without
     replaying the whole journal; 0 never (``close`` still saves it)."""
@@ -224,5 +224,5 @@ class StoreActor:
     @_read
     def answer(self, owner: str, query: bytes) -> bytes:
         """The owner's side of a Planfence head query (what
-        :class:`agentsensus.ray.RayHeadsClient` asks)."""
+        `agentsensus.ray.RayHeadsClient` asks)."""
         return self._store.fence.answer(owner, query)

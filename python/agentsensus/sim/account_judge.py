@@ -4,7 +4,7 @@ It decides from the new statement, its depositor and the candidates' text
 and similarity scores, as ``agentsensus`` hands them in a ``JudgeRequest``;
 it never sees an event id or any other provenance (the simulation keeps
 that outside the store). Each text is read back into its time phrase, if it
-has one, and its core (:mod:`.wording`): who reported it to whom is the
+has one, and its core (`wording`): who reported it to whom is the
 frame, what was reported (quoted or in indirect speech) is the core.
 
 Two statements are one fact when
@@ -17,10 +17,10 @@ Two statements are one fact when
   come / go, live / die, ...);
 - both or neither are a stance of the speaker's own (a suspicion, a
   reaction, an intention, an answer or a question of the simulation's
-  grammar, :func:`~.utterances.composed`): "I suspect Marcellus, for Horatio
+  grammar, `composed`): "I suspect Marcellus, for Horatio
   entered the hall" holds the words of the entrance and is not it;
 - for accounts of a say, the same person spoke: the speaker is read from
-  each frame relative to who reports it (:mod:`.speakers`: "I told
+  each frame relative to who reports it (`speakers`: "I told
   Horatio" deposited by Hamlet, "Hamlet told me", "I heard Hamlet say" were
   all said by Hamlet); a candidate's reporter is one of its owners, so a
   first-person candidate may have been said by any of them;

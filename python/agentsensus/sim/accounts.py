@@ -1,15 +1,15 @@
 """Each witness's own account of an event, split into statements.
 
 A speaker, a listener and an overhearer word the same speech differently,
-and each in its own words (:mod:`.variation`): 'I told Horatio: "..."',
+and each in its own words (`variation`): 'I told Horatio: "..."',
 '"...," Hamlet said to us.', 'I heard Hamlet tell Horatio: "..."', or in
-indirect speech ('Hamlet told us that he would ...', :mod:`.paraphrase`),
+indirect speech ('Hamlet told us that he would ...', `paraphrase`),
 with words substituted, parts left out, now and then a wrong name. With time
 stamps on (``Variation(timestamps=True)``) every account says when it
 happened ("In round 7, I saw Osric enter the hall."). These texts are the
 only thing any memory backend receives.
 
-:func:`account` returns each statement with the index of the clause of the
+`account` returns each statement with the index of the clause of the
 event it reports: the simulation's provenance, which stays with the kernel
 and the metrics and never reaches a backend or a judge.
 """

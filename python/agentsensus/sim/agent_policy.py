@@ -3,11 +3,11 @@ that plays a source's events at round 0.
 
 A policy is asked once per round which sleeping agents it wakes
 (``begin_round``; ``None`` means the story is over), then once per awake agent
-for that agent's action (``decide``), from an :class:`AgentView`. Policies may
+for that agent's action (``decide``), from an `AgentView`. Policies may
 also offer actions of the world itself (``world_actions``: a sound, a
 flourish) for the round. The default policy that acts from memory is
-:class:`~.memory_policy.MemoryPolicy`; the model-driven one is
-:class:`~.llm_policy.LLMPolicy`.
+`MemoryPolicy`; the model-driven one is
+`LLMPolicy`.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ class MemoryBackend(Protocol):
 
 
 def owner_stats(graph: MemoryGraph) -> dict[str, int]:
-    """The Table 1/2 counts of a :class:`MemoryGraph`."""
+    """The Table 1/2 counts of a `MemoryGraph`."""
     sizes = [len(o) for o in graph.owners.values()]
     return {
         "records": len(sizes),

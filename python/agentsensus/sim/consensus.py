@@ -197,7 +197,7 @@ class ConsensusBackend:
         return twin
 
     def text_of(self, rid: int) -> str:
-        """The text of record ``rid`` (as :meth:`graph` numbers it)."""
+        """The text of record ``rid`` (as `graph` numbers it)."""
         if self.merging:
             return str(self.stores[""].get(rid).text)
         keys = list(self.stores)

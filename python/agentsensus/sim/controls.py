@@ -4,9 +4,9 @@ A figure that the mechanism makes moves when the mechanism is off; a figure
 that stays put comes from how the world was built. Two controls run beside
 the consensus store:
 
-- ``recall_off`` (:class:`RecallOff`): the same store, but every recall
+- ``recall_off`` (`RecallOff`): the same store, but every recall
   returns nothing. Agents then act from their short-term memory alone.
-- ``merge_off`` (:class:`NoMergeBackend`): the consensus design with its
+- ``merge_off`` (`NoMergeBackend`): the consensus design with its
   merge step removed: every statement is a row of its own, owned by its
   writer alone, even an identical text (``judges.never`` still lets the
   engine merge identical normalized text, so the control does not use the

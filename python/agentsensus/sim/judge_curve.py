@@ -5,10 +5,10 @@ is depends on how differently witnesses word one event, so the curve
 sediments the same source into a fresh consensus store at several levels
 (0: exact quotations, 1: the most varied, with indirect speech) and scores
 each sediment's merges against provenance, exactly as the main run's
-sediment is scored (:class:`~.provenance.Ledger`).
+sediment is scored (`Ledger`).
 
 Sedimenting the whole of Hamlet at three levels takes about 22 s of CPU, so
-the curve sediments a fixed prefix of the source, the first :data:`STEPS`
+the curve sediments a fixed prefix of the source, the first `STEPS`
 source steps (Hamlet has 679: about half of it, 10 s of CPU for the three
 levels), at every level; each entry says so in ``"scope"``.
 """
@@ -50,11 +50,11 @@ def judge_curve(
 ) -> list[dict[str, Any]]:
     """The judge's round-0 precision and recall at each of ``levels``.
 
-    ``replay`` is the play's replayed source (:func:`~.sediment.replay_source`)
+    ``replay`` is the play's replayed source (`replay_source`)
     and ``world`` the world it was replayed in (forked per level, never
     changed). Each level sediments the first ``steps`` source steps (all of
-    them for ``None``) into a fresh :class:`~.consensus.ConsensusBackend`
-    judged by ``judge_factory()``, through :meth:`~.kernel.Kernel.sediment`,
+    them for ``None``) into a fresh `ConsensusBackend`
+    judged by ``judge_factory()``, through `sediment`,
     with accounts worded by ``Variation(level, seed, timestamps=timestamps)``.
 
     Returns one entry per level: ``variation``, ``precision``, ``recall``

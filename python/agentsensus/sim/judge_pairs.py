@@ -1,7 +1,7 @@
 """Labelled pairs of accounts from a play, and a judge scored on them.
 
 Three kinds of pair, built from the play's replayed source with the
-simulation's own accounts (:func:`~.accounts.account`):
+simulation's own accounts (`account`):
 
 - ``same``: two witnesses' accounts of one statement of one speech: the same
   fact (a judge that keeps them apart *misses*);
@@ -14,7 +14,7 @@ simulation's own accounts (:func:`~.accounts.account`):
   acts between the doer and the one they were done to when the act's words
   name both, else between the doer and another witness.
 
-:func:`score_pairs` asks a judge about every pair as the store would (the
+`score_pairs` asks a judge about every pair as the store would (the
 second account as a ``JudgeRequest``'s statement, the first as its one
 candidate) and gives, per kind, the pairs, the merges and the rate of wrong
 answers: missed merges for ``same``, wrong merges for the others. Pairs are
@@ -48,7 +48,7 @@ PER_KIND = 300
 class Pair:
     """Two accounts (``a`` by ``owner_a``, ``b`` by ``owner_b``) and their label.
 
-    ``kind`` is one of :data:`KINDS`; ``same`` whether they state one fact;
+    ``kind`` is one of `KINDS`; ``same`` whether they state one fact;
     ``what`` is ``"say"`` or ``"act"``: what the accounts report.
     """
 
@@ -135,7 +135,7 @@ def _swapped(ev: Event, rng: random.Random, v: Variation) -> Pair | None:
 
 
 def build_pairs(replay: SourceReplay, variation: Variation, *, per_kind: int = PER_KIND) -> list[Pair]:
-    """Labelled pairs of every kind of :data:`KINDS` from a play's replayed
+    """Labelled pairs of every kind of `KINDS` from a play's replayed
     source, at most ``per_kind`` of each, worded by ``variation`` (seeded by its seed)."""
     if per_kind < 1:
         raise ValueError(f"per_kind must be at least 1, got {per_kind}")
@@ -185,7 +185,7 @@ def score_pairs(
     judge: Callable[[list[Any]], Sequence[int | None]],
     embed: Callable[[list[str]], Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Ask ``judge`` about every pair (one call); per kind of :data:`KINDS`:
+    """Ask ``judge`` about every pair (one call); per kind of `KINDS`:
     ``pairs``, ``merges`` and ``miss_rate`` (``same``) or ``wrong_merge_rate``
     (the others; ``swapped`` also split into ``says`` and ``acts``).
 
@@ -237,8 +237,8 @@ def judge_pairs(
     embed: Callable[[list[str]], Any] | None = None,
     per_kind: int = PER_KIND,
 ) -> list[dict[str, Any]]:
-    """:func:`score_pairs` of a fresh ``judge_factory()`` on the pairs of
-    :func:`build_pairs` at each variation level: one entry per level,
+    """`score_pairs` of a fresh ``judge_factory()`` on the pairs of
+    `build_pairs` at each variation level: one entry per level,
     ``{"variation", "timestamps", "kinds": {kind: {...}}}``."""
     out = []
     for level in levels:

@@ -25,7 +25,7 @@ Each round after, every awake agent decides through its short-term memory:
 Nothing an agent does in a round is seen by another agent before the barrier.
 
 Provenance stays here: the backend receives plain strings and vectors; the
-:class:`~.provenance.Ledger` learns what each statement reports and where
+`Ledger` learns what each statement reports and where
 the backend put it.
 """
 

@@ -1,7 +1,7 @@
 """An LLM policy: a model chooses each agent's action through a callable.
 
 ``complete(prompt, system=None) -> str`` is all it needs (a callable without
-``system`` gets one prompt, the system message first); :func:`openai_complete`
+``system`` gets one prompt, the system message first); `openai_complete`
 makes one from any OpenAI-compatible chat endpoint (the ``openai`` package is
 imported only then, and is not a dependency). The system message says who
 the agent is in the world of the play, its goal, its place and who is there,
@@ -63,7 +63,7 @@ def story_so_far(view: AgentView) -> list[str]:
 
 def build_system(view: AgentView, world: str = "", story: Sequence[str] = ()) -> str:
     """The system message of one agent's decision: persona, goal, place,
-    company and the story so far (:func:`story_so_far`)."""
+    company and the story so far (`story_so_far`)."""
     a = view.agent
     goals = list(view.stm.goals)  # most urgent first
     goal = (
@@ -121,7 +121,7 @@ def _strings(value: Any) -> tuple[str, ...]:
 def parse_action(
     agent: str, answer: Any, place: str | None = None, places: list[str] | None = None, memories: int = 0
 ) -> Action:
-    """The model's JSON answer as an :class:`Action` (``observe`` when unusable)."""
+    """The model's JSON answer as an `Action` (``observe`` when unusable)."""
     m = _JSON.search(answer) if isinstance(answer, str) else None
     try:
         obj: Any = json.loads(m.group(0)) if m else {}
@@ -210,7 +210,7 @@ class LLMPolicy:
     ``start`` places agents before the first round (agent -> place); without
     it they stand where the source left them. ``world`` names the play in the
     persona (default: the world's own name). ``counters`` may be shared by
-    several policies (see :class:`LLMPolicies`).
+    several policies (see `LLMPolicies`).
     """
 
     def __init__(
@@ -284,9 +284,9 @@ class LLMPolicy:
 
 
 class LLMPolicies:
-    """A policy factory for ``run(policy=...)``: every :class:`LLMPolicy` it
+    """A policy factory for ``run(policy=...)``: every `LLMPolicy` it
     makes shares ``complete``, ``start``, ``world`` and one set of counters,
-    which :meth:`counters` reports (``metrics.json``'s ``llm.policy``)."""
+    which `counters` reports (``metrics.json``'s ``llm.policy``)."""
 
     def __init__(
         self, complete: Callable[..., str], *, start: Mapping[str, str] | None = None, world: str = ""
@@ -301,7 +301,7 @@ class LLMPolicies:
         return LLMPolicy(self.complete, start=self.start, world=self.world, counters=self.stats)
 
     def counters(self) -> dict[str, Any]:
-        """The counters over every policy made (and the endpoint's, as :meth:`LLMPolicy.counters`)."""
+        """The counters over every policy made (and the endpoint's, as `LLMPolicy.counters`)."""
         return _counters(self.complete, self.stats)
 
     def __repr__(self) -> str:

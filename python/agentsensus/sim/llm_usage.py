@@ -1,7 +1,7 @@
 """``llm_usage``: what a run's model cost and how often it failed, for ``metrics.json``'s ``llm`` object.
 
-The LLM policy factory (:class:`~.llm_policy.LLMPolicies`) and the LLM judge
-(:class:`~agentsensus.llm.judge.LLMJudge`) keep counters (``counters()``);
+The LLM policy factory (`LLMPolicies`) and the LLM judge
+(`LLMJudge`) keep counters (``counters()``);
 this sums them. ``calls``: HTTP requests to the endpoint, retries included;
 ``errors``: those that failed (a 503 retried, a prompt refused as too large,
 a timeout...); ``malformed``: answers that were no usable action or no valid

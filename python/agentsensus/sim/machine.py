@@ -16,7 +16,7 @@ __all__ = ["cpu_model", "load_average", "describe_machine"]
 
 
 def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
-    """The CPU's model name from ``cpuinfo`` where present, else :func:`platform.processor` (may be empty)."""
+    """The CPU's model name from ``cpuinfo`` where present, else `platform.processor` (may be empty)."""
     try:
         text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -1,12 +1,12 @@
 """The default policy: agents act from what they hold in memory. No model, seeded.
 
 Each agent seeks people (its goals: ``find Laertes``, then the next one it
-has most to do with, set from the source by :func:`~.goals.seek_lists`),
+has most to do with, set from the source by `seek_lists`),
 and talks with whoever it meets. Its decision reads its short-term memory
-(:class:`~.stm.ShortTermMemory`): the rows its recalls returned, where it
+(`ShortTermMemory`): the rows its recalls returned, where it
 last saw or read of someone, what it read or observed, the questions asked
 of it. It recalls from long-term memory only when that lacks what the
-decision needs (:meth:`MemoryPolicy.recall_need`):
+decision needs (`MemoryPolicy.recall_need`):
 
 - a question was asked of it about someone it knows nothing of;
 - it seeks someone absent and knows of no place to look;
@@ -28,7 +28,7 @@ Then, in order (each choice drawn from a stream keyed by (seed, agent, round)):
 5. alone, or restless: ``move`` to the place its newest row names, else
    another place; else ``ponder`` (a recall of its own choosing) or ``observe``.
 
-The statements are composed by :mod:`.utterances`. So what it says, whom it
+The statements are composed by `utterances`. So what it says, whom it
 looks for and where it goes come from what recall returned: another backend
 recalls other rows, and with recall switched off (the ``recall_off``
 control) agents neither answer, infer nor retell.

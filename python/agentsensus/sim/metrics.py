@@ -4,7 +4,7 @@ Tables 1, 2 and 8 (store size; sharing and linking over *sim entries*, the
 records made after round 0), Table 4's recall counts and merge costs,
 Table 5's actions, growth, latency, and two figures no paper had: the
 judge's merge precision and recall, and grounding, both computed exactly
-from the provenance ledger (:mod:`.provenance`), which no backend or judge
+from the provenance ledger (`provenance`), which no backend or judge
 ever saw.
 
 Ownership counts only agents who appear (who witnessed or did something);
@@ -178,7 +178,7 @@ def name_loss(merges: Sequence[Any], people: People, ledger: Ledger | None = Non
     ``fraction``: the text let go of names a cast member the text kept does
     not (frames included: "I told Horatio" against "Hamlet told me" counts).
     ``core_fraction``: the same over the reported cores only (what was said
-    or done, without who reports it: :func:`~.wording.read`), the paper's
+    or done, without who reports it: `read`), the paper's
     measure. ``principal``: with the provenance ``ledger``, the share of
     merges whose kept text no longer names the event's principal (its first
     doer or speaker) while the discarded one did.

@@ -1,7 +1,7 @@
 """The output directory, checked before a run so that a bad one costs seconds, not the run.
 
 ``run`` writes ``report.html`` and ``metrics.json`` only at the end; a path it
-could not write there would lose every result. :func:`check_out` refuses such
+could not write there would lose every result. `check_out` refuses such
 a path up front and writes nothing, not even the directory.
 """
 
@@ -31,7 +31,7 @@ def _writable(directory: Path) -> bool:
 
 
 def check_out(out: str | Path, outputs: tuple[str, ...] = OUTPUTS) -> Path:
-    """``out`` as a :class:`Path` when a run can write ``outputs`` into it, else ``ValueError`` (one line).
+    """``out`` as a `Path` when a run can write ``outputs`` into it, else ``ValueError`` (one line).
 
     Refused: an existing file; a path under a file; a directory (or, when
     ``out`` does not exist yet, its nearest existing ancestor) this process

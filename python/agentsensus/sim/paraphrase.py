@@ -11,7 +11,7 @@ reported clause is the spoken sentence with
 - **words dropped**: interjections ("O", "Alas"), forms of address
   ("my lord", a vocative name) and some fillers ("now", "indeed");
 - **a clause moved**: the first comma-separated part may go last;
-- **content words changed** for near synonyms from :data:`SYNONYMS`, a table
+- **content words changed** for near synonyms from `SYNONYMS`, a table
   wider than the quotation's substitutions.
 
 A question is reported as one ("Bernardo asked who was there."). Everything
@@ -194,7 +194,7 @@ def _clause(
     addressee: str | None,
     many: bool,
 ) -> str:
-    """One sentence of a speech, reported (see :func:`indirect`)."""
+    """One sentence of a speech, reported (see `indirect`)."""
     question = text.rstrip(" '\"").endswith("?")
     text = text.rstrip(" .!?;:'\"-")
     parts = [p.strip() for p in re.split(r"\s*[,;:]\s*|\s+--\s+", text) if p.strip()]

@@ -39,5 +39,5 @@ class People:
 
 @lru_cache(maxsize=64)
 def people_of(cast: tuple[str, ...]) -> People:
-    """One :class:`People` per cast (policies ask every round)."""
+    """One `People` per cast (policies ask every round)."""
     return People(cast)

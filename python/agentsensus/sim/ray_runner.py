@@ -1,6 +1,6 @@
 """``agentsensus simulate --ray``: the simulation on a Ray cluster.
 
-One run (``run_ray``): the consensus store is a :class:`agentsensus.ray.StoreActor`
+One run (``run_ray``): the consensus store is a `agentsensus.ray.StoreActor`
 and the agents decide in agent-group actors spread over the nodes. Each round:
 
 - one ``recall_many`` for everyone whose decision lacks something (one actor call);
@@ -110,7 +110,7 @@ def _group_class() -> Any:
 
 
 class RayConsensusBackend(ConsensusBackend):
-    """The consensus backend over a :class:`agentsensus.ray.RemoteStore`
+    """The consensus backend over a `agentsensus.ray.RemoteStore`
     (merging on): every ``remember`` is one ``deposit_many`` under a batch
     key of its own, and ``recall_many`` asks for a whole round at once."""
 
@@ -409,7 +409,7 @@ def _pick(m: dict[str, Any], path: tuple[str, ...]) -> Optional[float]:
 
 
 def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per world: n, and per metric of :data:`SWEEP_METRICS` the mean, sd
+    """Per world: n, and per metric of `SWEEP_METRICS` the mean, sd
     (sample; 0 for one run), min and max over its seeds."""
     out: dict[str, dict[str, Any]] = {}
     for world in dict.fromkeys(r["world"] for r in runs):
@@ -434,7 +434,7 @@ def sweep(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Every (world, seed) as a parallel Ray task with its own store; the
-    runs' metrics and their aggregate (:func:`aggregate`)."""
+    runs' metrics and their aggregate (`aggregate`)."""
     import ray
 
     task = ray.remote(num_cpus=1)(_one_run)

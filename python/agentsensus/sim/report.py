@@ -2,7 +2,7 @@
 
 It needs nothing but the file: no script, no stylesheet or font from the
 network. Numbers come from the metrics dict that is also written as
-``metrics.json``; the graphs come from :class:`ReportData`.
+``metrics.json``; the graphs come from `ReportData`.
 """
 
 from __future__ import annotations

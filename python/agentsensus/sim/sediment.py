@@ -1,6 +1,6 @@
 """Sedimentation: the whole source becomes owner-tagged memory at round 0.
 
-The play is replayed beat by beat (:class:`~.agent_policy.ScriptedPolicy`
+The play is replayed beat by beat (`ScriptedPolicy`
 groups its beats into steps in which no one acts twice, and never crosses a
 scene). Every event of it (each speech, entrance, exit and act) is
 witnessed by whoever is on stage, and each witness's own account of a step

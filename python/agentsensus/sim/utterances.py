@@ -16,7 +16,7 @@ returned, what it read or observed, what it was asked). The forms:
 - ``reaction``: to something the speaker read or observed:
   ``It troubles me that the queen drank the cup.`` (grave words such as
   death, poison or blood give ``I fear that ...``).
-- ``retelling``: a held row's core, with who said it (:func:`retell`); the
+- ``retelling``: a held row's core, with who said it (`retell`); the
   report counts the share of says that are retellings.
 
 Each composed statement is one clause with no inner sentence or clause

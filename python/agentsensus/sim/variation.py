@@ -7,7 +7,7 @@ every run and on every backend, whatever else happens):
 - **perspective and frame**: which of several frames a witness uses
   ('Hamlet told me: "..."', '"...," Hamlet said.', 'I heard Hamlet say: ...'),
   and whether it quotes a speech or reports it in indirect speech
-  ('Hamlet told me that he would ...', :mod:`.paraphrase`);
+  ('Hamlet told me that he would ...', `paraphrase`);
 - **clauses left out**: a listener forgets a statement of a long speech, or
   the last comma-separated part of a sentence;
 - **words substituted and reordered**: an archaic form or a content word
@@ -21,7 +21,7 @@ frame and every witness the exact words (quoted), 1 is the most varied.
 off by default, so a reader has only what was said and done. At the
 default, 0.5, the frames vary and 30% of the statements of speeches are
 reported in indirect speech (Hamlet; 60% at 1). Two accounts of one fact
-read back to the same core (:func:`.wording.read`) in 97% of Hamlet's pairs
+read back to the same core (`wording.read`) in 97% of Hamlet's pairs
 at 0, 43% at 0.5 and 34% at 1.
 """
 
