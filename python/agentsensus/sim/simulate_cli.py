@@ -98,7 +98,7 @@ def build_parser(prog: str = _PROG) -> argparse.ArgumentParser:
         "--ray",
         metavar="ADDRESS",
         default=None,
-        help="run the consensus backend on the Ray cluster at ADDRESS ('local': start one on 127.0.0.1)",
+        help="run the simulation on the Ray cluster at ADDRESS, the local run's figures ('local': start one on 127.0.0.1)",
     )
     ray.add_argument("--ray-nodes", type=int, default=2, help="nodes of the --ray local cluster (default: 2)")
     ray.add_argument("--seeds", default=None, help="a sweep: seeds like 1-8 or 1,3,5, one Ray task per world and seed")
