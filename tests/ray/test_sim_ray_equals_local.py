@@ -42,9 +42,12 @@ def comparable(d: Any) -> Any:
 def test_every_backend_and_control_on_two_nodes_equals_the_local_run(cluster, tmp_path: Path) -> None:
     tiny = tmp_path / "tiny.md"
     tiny.write_text(_tiny_play(), encoding="utf-8")
-    options: dict[str, Any] = {"seed": 1, "horizon": (2, 3), "horizon_seeds": 2, "progress": False}
-    local = run(str(tiny), 3, out=tmp_path / "local", **options)
-    dist = run_ray(str(tiny), 3, out=tmp_path / "ray", **options)
+    # At these settings a run deposited into its sediment's store in place, as the Ray run once did
+    # (not into a closed, copied and reopened store, as locally), merges otherwise (judge precision
+    # 0.8143 against 0.8286): the store's in-memory deposit-pass guesses carry over.
+    options: dict[str, Any] = {"seed": 8, "variation": 1.0, "horizon": (4,), "horizon_seeds": 2, "progress": False}
+    local = run(str(tiny), 8, out=tmp_path / "local", **options)
+    dist = run_ray(str(tiny), 8, out=tmp_path / "ray", **options)
 
     ray = dist.metrics["ray"]
     assert ray["nodes"] == 2 and ray["group_nodes"] == 2  # decisions on both nodes
