@@ -191,14 +191,13 @@ class RayConsensusBackend(ConsensusBackend):
         """A copy of this store at ``path`` in an actor of its own on the same node, made as
         :meth:`ConsensusBackend.fork` makes it: the store closed, copied and reopened (both
         start afresh from the files, as locally), the judge's state copied."""
+        import ray
+
         from agentsensus.ray import RemoteStore
 
         store = self.stores[""]
         judge = store.copy_to(os.fspath(path))  # pickled on the way back: a copy of the actor's judge
-        info = store.actor.info.remote()
-        import ray
-
-        node = ray.get(info)["node"]
+        node = ray.get(store.actor.info.remote())["node"]
         actor = _store_actor(os.fspath(path), self.dim, judge, self.merge_policy, node)
         self._forks += 1
         key = f"{self.run_key}/fork-{self._forks}"
