@@ -366,8 +366,9 @@ def bench_rounds(args: argparse.Namespace) -> None:
             with local_cluster([{} for _ in range(nodes)]):
                 store = RemoteStore(StoreActor.remote(os.path.join(base, "s"), dim=dim))
                 Group = _group_class()
-                groups = [Group.remote(Observe(), args.cap, args.latency) for _ in range(nodes)]
+                groups = [Group.remote(args.cap, args.latency) for _ in range(nodes)]
                 placed = set(ray.get([g.node.remote() for g in groups]))
+                ray.get([g.adopt.remote("bench", Observe()) for g in groups])
                 times = []
                 for r in range(args.rounds + 1):  # the first round warms up
                     t = time.perf_counter()
@@ -377,7 +378,7 @@ def bench_rounds(args: argparse.Namespace) -> None:
                         (a, AgentView(a, r, "hall", [], ShortTermMemory(), [m.text for m in f]))
                         for a, f in zip(names, found)
                     ]
-                    refs = [g.decide_many.remote(views[i :: len(groups)]) for i, g in enumerate(groups)]
+                    refs = [g.decide_many.remote("bench", views[i :: len(groups)]) for i, g in enumerate(groups)]
                     ray.get(refs)
                     items = [
                         (a, [f"{a} in round {r}"], vecs[agents * r + i : agents * r + i + 1])

@@ -216,6 +216,27 @@ def test_a_remote_store_gives_what_a_local_one_gives(cluster, tmp_path_factory, 
         remote.shutdown()
 
 
+def test_batch_reads_and_copy_to_give_what_one_call_each_gives(cluster, tmp_path) -> None:
+    s = RemoteStore(StoreActor.remote(os.fspath(tmp_path / "s"), dim=DIM, judge=first_candidate))
+    try:
+        s.deposit_many([("a", ["fact 0", "fact 1"], np.stack([unit(0), unit(1)])), ("b", ["fact 0"], unit(0)[None, :])])
+        ids = s.owned("a")
+        assert s.get_many(ids) == [s.get(i) for i in ids] and len(ids) == 2
+        assert s.neighbors_many(ids) == [s.neighbors(i) for i in ids] and s.neighbors_many(ids)[0] == [ids[1]]
+        with pytest.raises(KeyError):
+            s.get_many([ids[0], 99])
+        judge = s.copy_to(os.fspath(tmp_path / "copy"))  # the store closed, copied and reopened
+        assert judge([JudgeRequest("x", "a", [])]) == [None]  # the store's own judge, sent back
+        s.deposit("c", ["fact 5"], unit(5)[None, :])  # the source still writes
+        copy = Store(os.fspath(tmp_path / "copy"), dim=DIM)
+        try:
+            assert [copy.get(i) for i in ids] == s.get_many(ids) and copy.stats().records == s.stats().records - 1
+        finally:
+            copy.close()
+    finally:
+        s.shutdown()
+
+
 def test_the_actor_restarts_and_serves_what_it_held(cluster, tmp_path) -> None:
     actor = StoreActor.options(max_restarts=1).remote(os.fspath(tmp_path / "s"), dim=DIM, checkpoint_every=2)
     s = RemoteStore(actor)

@@ -223,6 +223,19 @@ class RemoteStore:
         """``Store.neighbors`` in the actor."""
         return self._call("neighbors", id)  # type: ignore[no-any-return]
 
+    def get_many(self, ids: Sequence[int]) -> list[Memory]:
+        """``Store.get`` of every id, in order, in one actor call; ``KeyError`` when one is absent."""
+        return self._call("get_many", [int(i) for i in ids])  # type: ignore[no-any-return]
+
+    def neighbors_many(self, ids: Sequence[int]) -> list[list[int]]:
+        """``Store.neighbors`` of every id, in order, in one actor call."""
+        return self._call("neighbors_many", [int(i) for i in ids])  # type: ignore[no-any-return]
+
+    def copy_to(self, dest: str) -> Any:
+        """Copies the store's files to ``dest`` on the actor's node (the store
+        closed for the copy, then reopened); returns the store's judge."""
+        return self._call("copy_to", dest)
+
     def owned(self, owner: str) -> list[int]:
         """``Store.owned`` in the actor."""
         return self._call("owned", owner)  # type: ignore[no-any-return]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from typing import Any, Callable, Sequence, TypeVar
 
 import ray
@@ -73,6 +74,7 @@ class StoreActor:
         if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
             raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
         self._store = Store(path, **store_options)
+        self._path, self._options = path, store_options  # to reopen it after copy_to
         self._every = checkpoint_every
         self._writes = 0
 
@@ -130,6 +132,18 @@ class StoreActor:
         if op not in ("publish", "derive", "observe"):
             raise ValueError(f"unknown fence write {op!r}")
         return int(getattr(self._store.fence, op)(*args))
+
+    @_write
+    def copy_to(self, dest: str) -> Any:
+        """Closes the store (so its files are whole), copies its directory to
+        ``dest`` on this node and reopens it, as a local fork does; returns the
+        store's judge, whose state a store opened at ``dest`` goes on from."""
+        self._store.close()
+        try:
+            shutil.copytree(self._path, dest)
+        finally:
+            self._store = Store(self._path, **self._options)
+        return self._options.get("judge")
 
     @_write
     def close(self) -> None:
@@ -193,6 +207,16 @@ class StoreActor:
     @_read
     def neighbors(self, id: int) -> list[int]:
         return self._store.neighbors(id)
+
+    @_read
+    def get_many(self, ids: list[int]) -> list[Memory]:
+        """``get`` of every id, in order (one call for a whole graph)."""
+        return [self._store.get(i) for i in ids]
+
+    @_read
+    def neighbors_many(self, ids: list[int]) -> list[list[int]]:
+        """``neighbors`` of every id, in order."""
+        return [self._store.neighbors(i) for i in ids]
 
     @_read
     def owned(self, owner: str) -> list[int]:

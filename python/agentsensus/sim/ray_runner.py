@@ -1,19 +1,28 @@
 """``agentsensus simulate --ray``: the simulation on a Ray cluster.
 
-One run (``run_ray``): the consensus store is a `agentsensus.ray.StoreActor`
-and the agents decide in agent-group actors spread over the nodes. Each round:
+One run (``run_ray``) is the local ``run`` (runner.py), the same code path
+with a `RayPlacement` (sim/placement.py), so its ``metrics.json``,
+``report.html`` and ``events.jsonl`` are the local run's for the same
+options, timings and the ``"ray"`` entry aside:
 
-- one ``recall_many`` for everyone whose decision lacks something (one actor call);
-- the policy steps in the groups, every group at once, each running at most
-  ``calls_per_node`` decisions at a time (a decision waits ``model_latency``
-  seconds first: a simulated model call);
-- the barrier (the world applies every action, as in the local kernel);
-- one ``deposit_many`` under the round's batch key (exactly once).
+- every consensus store (the main run, the cache rows, the horizon
+  re-runs, ``keep_names`` and the ``recall_off`` control) is one
+  `agentsensus.ray.StoreActor` on the driver's node, its files in the
+  run's scratch directory as locally; each run starts from a copy of its
+  sediment made as the local run makes it (the store closed, copied,
+  reopened), so the store's in-memory state (the deposit passes' learned
+  guesses) starts where the local run's does;
+- the baselines (generative_agents, g_memory, collaborative) and the
+  ``merge_off`` control hold their rows in memory: they live in the driver;
+- every run's agents decide in agent-group actors spread over the nodes,
+  each running at most ``calls_per_node`` decisions at a time (a decision
+  waits ``model_latency`` seconds first: a simulated model call); a consensus
+  run's recalls go to its store actor in one ``recall_many`` a round, and
+  its deposits in one keyed ``deposit_many``;
+- the judge curve and the labelled pairs run in the driver.
 
-The round is the local kernel's (kernel.py) step for step, and the policy's
-choices depend only on (seed, agent, round) and the agent's view, so for the
-same seed the results equal the local run's (``run`` with the consensus
-backend only and no extra runs).
+The policy's choices depend only on (seed, agent, round) and the agent's
+view, so where a decision runs changes nothing.
 
 A sweep (``sweep``): every (world, seed) is a Ray task of its own with its own
 store, running the local ``run``; the report (sweep.json, sweep.html)
@@ -22,14 +31,14 @@ aggregates them per world, mean ± sd over the seeds, with whiskers.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,22 +47,16 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from .account_judge import AccountJudge
 from .actions import Action
 from .agent_policy import AgentView, Policy
+from .backend import BACKENDS, MemoryGraph
 from .consensus import ConsensusBackend, store_options
-from .goals import seek_lists
+from .controls import CONTROLS
 from .kernel import Kernel, RoundLog
-from .memory_policy import MemoryPolicy
-from .metrics import People, backend_metrics, name_loss
-from .plays import load_play
 from .progress import Progress
-from .sediment import replay_source
-from .sim_embedder import get_embedder
-from .variation import Variation
-from .world import World
+from .runner import run
 
-__all__ = ["run_ray", "sweep", "connect", "parse_seeds", "SWEEP_METRICS"]
+__all__ = ["run_ray", "sweep", "connect", "parse_seeds", "RayPlacement", "SWEEP_METRICS"]
 
 
 # ---------------------------------------------------------------- the cluster
@@ -85,22 +88,30 @@ def _group_class() -> Any:
 
     @ray.remote(num_cpus=1, max_restarts=1)
     class AgentGroup:
-        """Some of the agents: decides for them, ``cap`` decisions at a time."""
+        """Some of the agents: decides for them with the current run's policy, ``cap`` decisions at a time."""
 
-        def __init__(self, policy: Callable[[], Policy], cap: int, latency: float) -> None:
-            self.policy = policy()
+        def __init__(self, cap: int, latency: float) -> None:
             self.pool = ThreadPoolExecutor(max_workers=cap)
             self.latency = latency
+            self.key: Any = None
+            self.policy: Optional[Policy] = None
 
         def node(self) -> str:
             return str(ray.get_runtime_context().get_node_id())
 
+        def adopt(self, key: Any, policy: Policy) -> None:
+            # Runs go one after another: a group holds the policy of the run now stepping.
+            self.key, self.policy = key, policy
+
         def _decide(self, agent: str, view: AgentView) -> Action:
             if self.latency:
                 time.sleep(self.latency)  # the model call the policy would make
+            assert self.policy is not None
             return self.policy.decide(agent, view)
 
-        def decide_many(self, pairs: list[tuple[str, AgentView]]) -> list[Action]:
+        def decide_many(self, key: Any, pairs: list[tuple[str, AgentView]]) -> list[Action]:
+            if key != self.key:
+                raise RuntimeError(f"agent group holds the policy of run {self.key!r}, asked for run {key!r}")
             return list(self.pool.map(lambda p: self._decide(*p), pairs))
 
     return AgentGroup
@@ -114,61 +125,134 @@ class RayConsensusBackend(ConsensusBackend):
     (merging on): every ``remember`` is one ``deposit_many`` under a batch
     key of its own, and ``recall_many`` asks for a whole round at once."""
 
-    def __init__(self, store: Any, dim: int, judge: Any, run_key: str) -> None:
+    def __init__(
+        self,
+        store: Any,
+        dim: int,
+        judge: Any,
+        run_key: str,
+        merge_policy: str = "keep_shorter",
+        opened: Optional[Callable[[], None]] = None,
+    ) -> None:
         # Not ConsensusBackend.__init__: the store is already open, in its actor.
         self.path = Path(store.path)
         self.dim = dim
         self.judge = judge
         self.merging = True
-        self.merge_policy = "keep_shorter"
+        self.merge_policy = merge_policy
         self._kw = {}
         self.stores = {"": store}
         self.seen = set()
         self.run_key = run_key
         self._calls = 0
+        self._forks = 0
+        self._texts: dict[int, str] = {}  # filled by graph(), emptied by a deposit
+        self._opened = opened  # told of every store actor a fork opens
 
     def remember(self, items: Sequence[Any], round: int, witnesses: Any = None) -> list[Any]:
+        """One ``deposit_many`` in the actor, under a batch key no other call of this store's line uses."""
         self.seen.update(o for o, _, _ in items)
+        self._texts = {}
         self._calls += 1
         key = f"{self.run_key}/round-{round}/{self._calls}"
         deps = self.stores[""].deposit_many([(o, list(s), v) for o, s, v in items], round=round, batch_key=key)
         return [([int(i) for i in d.ids], list(d.merged)) for d in deps]
 
     def recall_many(self, queries: Sequence[tuple[str, Any]], k: int) -> list[list[Any]]:
+        """Every ``(owner, query)``'s recall, expansion on, in one actor call."""
         qs = [(o, np.asarray(q, dtype=np.float32)) for o, q in queries]
         return self.stores[""].recall_many(qs, k=k, expand=True)  # type: ignore[no-any-return]
 
+    def graph(self) -> MemoryGraph:
+        """As `ConsensusBackend.graph`, in a few actor calls (not one per record)."""
+        store = self.stores[""]
+        ids: set[int] = set()
+        for owner in sorted(self.seen):
+            try:
+                ids.update(int(i) for i in store.owned(owner))
+            except KeyError:  # an owner this store never saw
+                pass
+        order = sorted(ids)
+        g = MemoryGraph()
+        for rid, mem, nbs in zip(order, store.get_many(order), store.neighbors_many(order)):
+            g.owners[rid] = frozenset(mem.owners)
+            g.rounds[rid] = int(mem.round)
+            self._texts[rid] = str(mem.text)
+            for nb in nbs:
+                g.link(rid, int(nb))
+        return g
+
+    def text_of(self, rid: int) -> str:
+        """The text of record ``rid`` (from the last `graph` when no deposit came since)."""
+        got = self._texts.get(rid)
+        return got if got is not None else str(self.stores[""].get(rid).text)
+
     def fork(self, path: str | Path) -> "ConsensusBackend":
-        raise NotImplementedError("a store actor's backend runs in place")
+        """A copy of this store at ``path`` in an actor of its own on the same node, made as
+        `ConsensusBackend.fork` makes it: the store closed, copied and reopened (both
+        start afresh from the files, as locally), the judge's state copied."""
+        import ray
+
+        from agentsensus.ray import RemoteStore
+
+        store = self.stores[""]
+        judge = store.copy_to(os.fspath(path))  # pickled on the way back: a copy of the actor's judge
+        node = ray.get(store.actor.info.remote())["node"]
+        actor = _store_actor(os.fspath(path), self.dim, judge, self.merge_policy, node)
+        self._forks += 1
+        key = f"{self.run_key}/fork-{self._forks}"
+        twin = RayConsensusBackend(RemoteStore(actor), self.dim, judge, key, self.merge_policy, self._opened)
+        twin.seen = set(self.seen)
+        if self._opened is not None:
+            self._opened()
+        return twin
 
     def close(self) -> None:
-        self.stores[""].shutdown()
+        """Closes the store and ends its actor; calling it again does nothing."""
+        for store in self.stores.values():
+            store.shutdown()
+        self.stores = {}
+
+
+def _store_actor(path: str, dim: int, judge: Any, merge_policy: str, node: str) -> Any:
+    """A StoreActor at ``path`` opened with the local run's options, on node ``node``."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from agentsensus.ray import StoreActor
+
+    on = NodeAffinitySchedulingStrategy(node, soft=False)  # its files are that node's
+    opts = store_options(dim, judge, merge_policy=merge_policy)
+    return StoreActor.options(scheduling_strategy=on).remote(path, **opts)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- the kernel
 
 
 class RayKernel(Kernel):
-    """The local kernel's round with the recall, the policy and the deposit
-    spread over the cluster (module docstring)."""
+    """The local kernel's round with the decisions spread over the agent
+    groups, and a consensus store's recalls in one actor call (module docstring)."""
+
+    _runs = itertools.count(1)
 
     def __init__(self, *args: Any, groups: Sequence[Any], **kw: Any) -> None:
+        import ray
+
         super().__init__(*args, **kw)
         self.groups = list(groups)
         self.decide_seconds: list[float] = []  # per round: the policy's wall time over the groups
+        # Every group decides with a copy of this run's policy, sent before its first round.
+        self.key = next(RayKernel._runs)
+        ray.get([g.adopt.remote(self.key, self.policy) for g in self.groups])
 
     def _group_of(self, agent: str) -> int:
         # Stable over processes and runs (not Python's salted hash).
-        import zlib
-
         return zlib.crc32(agent.encode("utf-8")) % len(self.groups)
 
     def _recall_many(self, queries: list[tuple[str, str]], log: RoundLog) -> list[list[Any]]:
-        # As Kernel._recall_many, the round's recalls in one call to the store actor.
-        if not queries:
-            return []
+        # A store actor's recalls in one call; any other backend (recall_off too) recalls as locally.
+        if not queries or type(self.backend) is not RayConsensusBackend:
+            return super()._recall_many(queries, log)
         t0 = time.perf_counter()
-        assert isinstance(self.backend, RayConsensusBackend)
         found = self.backend.recall_many(
             list(zip([a for a, _ in queries], self.embed([t for _, t in queries]))), self.k
         )
@@ -185,7 +269,7 @@ class RayKernel(Kernel):
         for n, (agent, _) in enumerate(views):
             parts.setdefault(self._group_of(agent), []).append(n)
         t0 = time.perf_counter()
-        refs = {g: self.groups[g].decide_many.remote([views[n] for n in ns]) for g, ns in parts.items()}
+        refs = {g: self.groups[g].decide_many.remote(self.key, [views[n] for n in ns]) for g, ns in parts.items()}
         out: list[Optional[Action]] = [None] * len(views)
         for g, ref in refs.items():
             for n, act in zip(parts[g], ray.get(ref)):
@@ -194,160 +278,119 @@ class RayKernel(Kernel):
         return [a for a in out if a is not None]
 
 
+# ---------------------------------------------------------------- placement
+
+
+class RayPlacement:
+    """Where ``run`` puts things on the connected cluster (module docstring):
+    consensus stores as StoreActors on the driver's node, rounds stepped by a
+    `RayKernel` over ``groups`` agent-group actors."""
+
+    def __init__(self, run_key: str, groups: int = 0, calls_per_node: int = 8, model_latency: float = 0.0) -> None:
+        import ray
+
+        self.nodes = sum(1 for n in ray.nodes() if n["Alive"])
+        self.node = str(ray.get_runtime_context().get_node_id())
+        self.run_key = run_key
+        self.calls_per_node, self.model_latency = calls_per_node, model_latency
+        Group = _group_class()
+        self.groups = [Group.remote(calls_per_node, model_latency) for _ in range(groups or self.nodes)]
+        self.placed = ray.get([g.node.remote() for g in self.groups])  # placed and up before any clock starts
+        self.kernels: list[RayKernel] = []
+        self.stores = 0
+        self.backends: Sequence[str] = ()
+
+    def consensus(self, path: Path, dim: int, judge: Any, merge_policy: str) -> RayConsensusBackend:
+        """A consensus store at ``path`` in a StoreActor on the driver's node."""
+        from agentsensus.ray import RemoteStore
+
+        self._opened()
+        actor = _store_actor(os.fspath(path), dim, judge, merge_policy, self.node)
+        key = f"{self.run_key}/store-{self.stores}"
+        return RayConsensusBackend(RemoteStore(actor), dim, judge, key, merge_policy, self._opened)
+
+    def _opened(self) -> None:
+        self.stores += 1
+
+    def kernel(self, *args: Any, **kw: Any) -> RayKernel:
+        """A `RayKernel` over this placement's agent groups."""
+        k = RayKernel(*args, groups=self.groups, **kw)
+        self.kernels.append(k)
+        return k
+
+    def round_seconds(self) -> list[float]:
+        """The first run's (the first backend's main run) decision wall time per round."""
+        return list(self.kernels[0].decide_seconds) if self.kernels else []
+
+    def describe(self) -> dict[str, Any]:
+        """The cluster, the groups and where each backend and control ran."""
+        where: dict[str, str] = {}
+        for b in self.backends:
+            if b == "consensus":
+                where[b] = "store actor on the driver's node"
+                where.update({f"{c} (consensus)": "driver" if c == "merge_off" else where[b] for c in CONTROLS})
+            else:
+                where[b] = "driver"
+        return {
+            "nodes": self.nodes,
+            "groups": len(self.groups),
+            "group_nodes": len(set(self.placed)),
+            "calls_per_node": self.calls_per_node,
+            "model_latency": self.model_latency,
+            "store_actors": self.stores,
+            "runs": len(self.kernels),
+            "memory": where,
+            "decisions": "agent groups",
+            "decide_seconds": [round(s, 4) for s in self.round_seconds()],
+        }
+
+    def close(self) -> None:
+        """Ends the agent groups."""
+        import ray
+
+        for g in self.groups:
+            ray.kill(g, no_restart=True)
+
+
 # ---------------------------------------------------------------- one run
 
 
 @dataclass
 class RayRun:
-    """A finished distributed run: its metrics and per-round wall times."""
+    """A finished distributed run: its metrics (``run``'s, plus ``"ray"``)."""
 
     metrics: dict[str, Any]
-    round_seconds: list[float]
-    decide_seconds: list[float]
     nodes: int
-
-
-def _appear(world: World) -> set[str]:
-    out: set[str] = set()
-    for ev in world.events:
-        out.update(ev.witnesses)
-        out.update(ev.actors)
-    return out
 
 
 def run_ray(
     world: str = "hamlet",
     rounds: int = 40,
     *,
-    seed: int = 0,
-    variation: float = 0.5,
-    embedder: str = "hash",
-    cache_policy: str = "hybrid",
     groups: int = 0,
     calls_per_node: int = 8,
     model_latency: float = 0.0,
-    policy: Optional[Callable[[], Policy]] = None,
-    progress: bool = True,
+    **options: Any,
 ) -> RayRun:
-    """One run of the consensus backend on the connected Ray cluster (module
-    docstring). ``groups``: agent-group actors (0: one per alive node, each
-    needing one CPU, so they spread one to a node). Returns the consensus
-    metrics in ``run``'s layout (``metrics["backends"]["consensus"]``)."""
-    import ray
-
-    from agentsensus.ray import RemoteStore, StoreActor
-
+    """The local ``run(world, rounds, **options)`` on the connected Ray
+    cluster (module docstring): the same metrics and files, plus
+    ``metrics["ray"]``. ``groups``: agent-group actors (0: one per alive
+    node, each needing one CPU, so they spread one to a node). ``out``
+    defaults to ``None`` here (no files)."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     if calls_per_node < 1:
         raise ValueError(f"calls_per_node must be at least 1, got {calls_per_node}")
     if model_latency < 0 or not math.isfinite(model_latency):
         raise ValueError(f"model_latency must be a finite number of seconds >= 0, got {model_latency}")
-    nodes = sum(1 for n in ray.nodes() if n["Alive"])
-    groups = groups or nodes
-    var = Variation(variation, seed)
-    play = load_play(world)
-    embed = get_embedder(embedder)
-    judge = AccountJudge(use_scores=embed.name == "minilm")
-    make_policy = policy if policy is not None else _SeededPolicy(seed)
-    base = World.of(play.title, play.cast, play.places)
-    replay = replay_source(play, base)
-    source_events = len(base.events)
-    replay.place_survivors(base)
-    tmp = Path(tempfile.mkdtemp(prefix="agentsensus-ray-sim-"))
-    # The local run's options, so that the distributed run is the same run.
-    actor = StoreActor.remote(os.fspath(tmp / "consensus"), **store_options(embed.dim, judge))  # type: ignore[attr-defined]
-    backend = RayConsensusBackend(RemoteStore(actor), embed.dim, judge, f"{play.title}/seed-{seed}")
-    Group = _group_class()
-    pool = [Group.remote(make_policy, calls_per_node, model_latency) for _ in range(groups)]
+    options.setdefault("out", None)
+    place = RayPlacement(f"seed-{options.get('seed', 0)}", groups, calls_per_node, model_latency)
+    place.backends = list(options.get("backends", BACKENDS))
     try:
-        placed = ray.get([g.node.remote() for g in pool])  # placed and up before the clock starts
-        t0 = time.perf_counter()
-        sed_world = base.fork()
-        sed_kernel = Kernel(sed_world, make_policy(), backend, embed, variation=var)
-        bar = Progress("consensus (ray) sediment", len(replay.batches), enabled=progress)
-        sed_log = sed_kernel.sediment(replay.batches, on_batch=lambda n: bar.update(n, "source steps"))
-        bar.close(f"{sed_log.records:,} entries from {sed_log.statements:,} statements")
-        sed_seconds = time.perf_counter() - t0
-        # As runner._Runner.run: a fresh kernel on a fork of the sedimented world and ledger.
-        run_world, ledger = sed_world.fork(), sed_kernel.ledger.fork()
-        kernel = RayKernel(
-            run_world,
-            make_policy(),
-            backend,
-            embed,
-            cache_policy=cache_policy,
-            variation=var,
-            ledger=ledger,
-            groups=pool,
-        )
-        kernel.logs.append(sed_log)
-        kernel.start_after_source()
-        kernel.set_goals(seek_lists(run_world, run_world.events[:source_events]))
-        bar = Progress(f"consensus (ray) {rounds} rounds", rounds, enabled=progress)
-        round_seconds: list[float] = []
-        t1 = time.perf_counter()
-        last = [t1]
-
-        def on_round(log: RoundLog) -> None:
-            now = time.perf_counter()
-            round_seconds.append(now - last[0])
-            last[0] = now
-            bar.update(log.round, f"{log.records:,} entries")
-
-        kernel.run(rounds, on_round)
-        seconds = time.perf_counter() - t1
-        bar.close(f"{kernel.logs[-1].records:,} entries" + (f" ({kernel.stopped})" if kernel.stopped else ""))
-        people = People(play.cast)
-        appear = _appear(run_world)
-        m = backend_metrics(
-            kernel.logs, backend.graph(), backend.stats(), ledger, appear, people, sed_seconds + seconds
-        )
-        m["judge"] = {
-            "precision": ledger.score.precision,
-            "recall": ledger.score.recall,
-            "merges": ledger.score.merges,
-            "sim_precision": ledger.sim_score.precision,
-            "sim_recall": ledger.sim_score.recall,
-            "sim_merges": ledger.sim_score.merges,
-        }
-        m["merge_cost"] = {"keep_shorter": name_loss(backend.merge_log(), people, ledger)}
-        m["name_loss"] = {k: v["fraction"] for k, v in m["merge_cost"].items()}  # as runner's consensus extras
-        metrics = {
-            "world": play.title,
-            "rounds": kernel.logs[-1].round,
-            "seed": seed,
-            "variation": var.strength,
-            "source_events": source_events,
-            "agents": len(appear),
-            "events": len(run_world.events) - source_events,
-            "stopped": kernel.stopped,
-            "nodes": nodes,
-            "groups": groups,
-            "group_nodes": len(set(placed)),
-            "calls_per_node": calls_per_node,
-            "model_latency": model_latency,
-            "backends": {"consensus": m},
-            "seconds": round(sed_seconds + seconds, 2),
-        }
-        return RayRun(metrics, round_seconds, kernel.decide_seconds, nodes)
+        metrics = run(world, rounds, placement=place, **options)
     finally:
-        for g in pool:
-            ray.kill(g, no_restart=True)
-        try:
-            backend.close()
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-class _SeededPolicy:
-    """``() -> MemoryPolicy(seed)``, picklable (it travels to the groups)."""
-
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
-
-    def __call__(self) -> Policy:
-        return MemoryPolicy(self.seed)
+        place.close()
+    return RayRun(metrics, place.nodes)
 
 
 # ---------------------------------------------------------------- sweeps
@@ -381,8 +424,6 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def _one_run(world: str, seed: int, rounds: int, variation: float, embedder: str) -> dict[str, Any]:
-    from .runner import run
-
     return run(
         world=world,
         rounds=rounds,
@@ -528,50 +569,24 @@ def sweep_html(result: dict[str, Any]) -> str:
     )
 
 
-def cli_run(args: Any) -> int:
-    """``agentsensus simulate --ray ...`` (simulate_cli parses the flags)."""
+def cli_sweep(args: Any) -> int:
+    """``agentsensus simulate --ray ... --seeds/--worlds`` (simulate_cli parses the flags)."""
     worlds = [w.strip() for w in (args.worlds or args.world).split(",") if w.strip()]
     out = Path(args.out)
     with connect(args.ray, nodes=args.ray_nodes):
-        if args.seeds is not None or len(worlds) > 1:
-            seeds = parse_seeds(args.seeds) if args.seeds is not None else [args.seed]
-            result = sweep(
-                worlds,
-                seeds,
-                rounds=args.rounds,
-                variation=args.variation,
-                embedder=args.embedder,
-                progress=not args.quiet,
-            )
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "sweep.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-            (out / "sweep.html").write_text(sweep_html(result), encoding="utf-8")
-            if not args.quiet:
-                print(summary_table(result))
-                print(f"wrote {out / 'sweep.json'} and {out / 'sweep.html'}", file=sys.stderr)
-            return 0
-        run = run_ray(
-            worlds[0],
-            args.rounds,
-            seed=args.seed,
+        seeds = parse_seeds(args.seeds) if args.seeds is not None else [args.seed]
+        result = sweep(
+            worlds,
+            seeds,
+            rounds=args.rounds,
             variation=args.variation,
             embedder=args.embedder,
-            cache_policy=args.cache,
-            calls_per_node=args.calls_per_node,
-            model_latency=args.model_latency,
             progress=not args.quiet,
         )
     out.mkdir(parents=True, exist_ok=True)
-    metrics = dict(run.metrics, round_seconds=[round(s, 4) for s in run.round_seconds])
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    (out / "sweep.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out / "sweep.html").write_text(sweep_html(result), encoding="utf-8")
     if not args.quiet:
-        m = run.metrics["backends"]["consensus"]
-        rs = sorted(run.round_seconds)
-        med = rs[len(rs) // 2] if rs else 0.0
-        print(
-            f"{run.metrics['world']}: {run.metrics['rounds']} rounds on {run.nodes} nodes "
-            f"({run.metrics['groups']} agent groups): {m['total']:,} entries, {m['sim_shared_pct']:.1f}% of sim "
-            f"entries shared; median round {med:.2f} s"
-        )
-        print(f"wrote {out / 'metrics.json'}", file=sys.stderr)
+        print(summary_table(result))
+        print(f"wrote {out / 'sweep.json'} and {out / 'sweep.html'}", file=sys.stderr)
     return 0

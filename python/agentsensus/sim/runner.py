@@ -49,6 +49,7 @@ from .machine import describe_machine, load_average
 from .memory_policy import MemoryPolicy
 from .metrics import People, backend_metrics, name_loss
 from .out_dir import check_out
+from .placement import Placement
 from .play import Play
 from .plays import load_play
 from .progress import Progress
@@ -136,8 +137,10 @@ class _Runner:
         replay: SourceReplay,
         base: World,
         seeded: Callable[[int], Policy] | None = None,
+        placement: Placement | None = None,
     ) -> None:
         self.play, self.embed, self.store_dir = play, embed, store_dir
+        self.placement = placement  # None: every store and kernel in this process
         self.judge, self.policy, self.variation = judge, policy, variation
         self.progress, self.replay, self.base = progress, replay, base
         self.seeded = seeded  # the default policy at another seed (horizon re-runs), or None
@@ -148,9 +151,14 @@ class _Runner:
         self, name: str, label: str, *, merging: bool = True, merge_policy: str = "keep_shorter"
     ) -> _Sedimented:
         world = self.base.fork()
-        backend = make_backend(
-            name, self.embed, world, self.store_dir, judge=self.judge(), merging=merging, merge_policy=merge_policy
-        )
+        backend: MemoryBackend
+        if self.placement is not None and name == "consensus" and merging:
+            path = self.store_dir / f"consensus-{merge_policy}"
+            backend = self.placement.consensus(path, self.embed.dim, self.judge(), merge_policy)
+        else:
+            backend = make_backend(
+                name, self.embed, world, self.store_dir, judge=self.judge(), merging=merging, merge_policy=merge_policy
+            )
         kernel = Kernel(world, self.policy(), backend, self.embed, variation=self.variation)
         bar = Progress(f"{label} sediment", len(self.replay.batches), enabled=self.progress)
         t0 = time.perf_counter()
@@ -187,7 +195,7 @@ class _Runner:
         if recall_off:
             backend = RecallOff(backend)
         policy = self.policy() if seed is None or self.seeded is None else self.seeded(seed)
-        kernel = Kernel(
+        kernel = (Kernel if self.placement is None else self.placement.kernel)(
             world,
             policy,
             backend,
@@ -250,6 +258,7 @@ def run(
     variation: float = 0.5,
     progress: bool = True,
     timestamps: bool = False,
+    placement: Placement | None = None,
 ) -> dict[str, Any]:
     """Run every backend on one world and write the report; returns the metrics.
 
@@ -264,6 +273,8 @@ def run(
     ``timestamps``: accounts say when it happened ("In scene 6, ...").
     ``ablation`` is kept for callers of earlier versions: the merging-off
     run is the ``merge_off`` control, which always runs beside consensus.
+    ``placement``: where the consensus stores live and the rounds are stepped
+    (:mod:`.placement`; ``None``: here); its description is ``metrics["ray"]``.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
@@ -314,6 +325,7 @@ def run(
         replay=replay,
         base=base,
         seeded=seeded,
+        placement=placement,
     )
     people = People(play.cast)
     metrics: dict[str, Any] = {
@@ -364,6 +376,8 @@ def run(
     usage = llm_usage(policy, judge)  # a model's calls, failures and tokens, when one took part
     if usage is not None:
         metrics["llm"] = usage
+    if placement is not None:
+        metrics["ray"] = placement.describe()
     if out is not None:
         out_dir = Path(out)
         out_dir.mkdir(parents=True, exist_ok=True)

