@@ -1,7 +1,7 @@
 """``Placement``: where a simulation's runs go (``run(placement=...)``).
 
 The local run opens its consensus stores in this process and steps its
-kernels here. A placement (the Ray one: :mod:`.ray_runner`) opens the
+kernels here. A placement (the Ray one: `.ray_runner`) opens the
 consensus stores elsewhere and steps the rounds with a kernel of its own,
 while ``run`` keeps everything else, so the distributed run is the local
 run's code path and gives its metrics.
@@ -26,7 +26,7 @@ class Placement(Protocol):
         ...
 
     def kernel(self, *args: Any, **kw: Any) -> Kernel:
-        """A kernel for a run's rounds, built with :class:`~.kernel.Kernel`'s arguments."""
+        """A kernel for a run's rounds, built with `Kernel`'s arguments."""
         ...
 
     def describe(self) -> dict[str, Any]:

@@ -274,7 +274,7 @@ def run(
     ``ablation`` is kept for callers of earlier versions: the merging-off
     run is the ``merge_off`` control, which always runs beside consensus.
     ``placement``: where the consensus stores live and the rounds are stepped
-    (:mod:`.placement`; ``None``: here); its description is ``metrics["ray"]``.
+    (`.placement`; ``None``: here); its description is ``metrics["ray"]``.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
