@@ -191,6 +191,36 @@ void bind_memories(py::module_& m) {
         },
         py::arg("owner"), py::arg("scope"), py::arg("query"), py::arg("k"), py::arg("expand"), py::arg("spec"),
         py::arg("threshold"), py::arg("memory_type"), py::arg("decode_metadata"));
+    // Store.recall_many without lexical: the recalls of many (owner, query)
+    // pairs in one engine call, run with the GIL released, then each
+    // answer's Memory objects as recall_memories builds them.
+    engine.def(
+        "recall_many_memories",
+        [](Engine& e, const std::vector<std::string>& owners, std::optional<std::string> scope, const F32& queries,
+           size_t k, bool expand, const py::bytes& spec, float threshold, const py::type& memory_type,
+           const py::object& decode_metadata) {
+            auto u = e.use();
+            Store& st = *u;
+            const float* q = rows_of(queries, owners.size(), st.dim(), "queries");
+            RecallFilter f = RecallFilter::decode(std::string(spec));
+            std::vector<std::vector<Row>> answers;
+            {
+                py::gil_scoped_release nogil;
+                answers = st.recall_many(owners, q, k, expand, f, threshold, scope);
+            }
+            auto* cls = reinterpret_cast<PyTypeObject*>(memory_type.ptr());
+            py::list out(answers.size());
+            for (size_t i = 0; i < answers.size(); ++i) {
+                const std::vector<Row>& rows = answers[i];
+                py::list one(rows.size());
+                SharedValues shared;
+                for (size_t j = 0; j < rows.size(); ++j) one[j] = memory(cls, decode_metadata, rows[j], shared);
+                out[i] = std::move(one);
+            }
+            return out;
+        },
+        py::arg("owners"), py::arg("scope"), py::arg("queries"), py::arg("k"), py::arg("expand"), py::arg("spec"),
+        py::arg("threshold"), py::arg("memory_type"), py::arg("decode_metadata"));
     m.def(
         "recall_keep_gil_ns",
         [](int64_t ns) {
