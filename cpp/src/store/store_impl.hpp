@@ -131,7 +131,8 @@ public:
     // i) on one snapshot, across threads (store_recall_many.cpp).
     std::vector<std::vector<Row>> recall_many(const std::vector<std::string>& owners, const float* queries, size_t k,
                                               bool expand, const RecallFilter& filter, float threshold,
-                                              const std::optional<std::string>& scope);
+                                              const std::optional<std::string>& scope,
+                                              const std::function<void(size_t, std::vector<Row>&&)>& on_answer);
     // With owner, the row carries that owner's metadata.
     Row get(uint64_t id, const std::string& owner = std::string());
     // A record's times and every owner's metadata, for export and import

@@ -69,8 +69,8 @@ std::vector<std::string> Store::scopes_of(const std::vector<uint64_t>& ids) { re
 std::vector<std::string> Store::scope_names() { return impl_->scope_names(); }
 std::vector<std::vector<Row>> Store::recall_many(const std::vector<std::string>& owners, const float* queries, size_t k,
                                                  bool expand, const RecallFilter& filter, float threshold,
-                                                 const std::optional<std::string>& scope) {
-    return impl_->recall_many(owners, queries, k, expand, filter, threshold, scope);
+                                                 const std::optional<std::string>& scope, const AnswerFn& on_answer) {
+    return impl_->recall_many(owners, queries, k, expand, filter, threshold, scope, on_answer);
 }
 
 std::vector<Row> Store::recall_scoped(const std::string& owner, const std::string& scope, const float* query, size_t k,

@@ -5,6 +5,7 @@
 #include <lmdb.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <unordered_set>
 
@@ -50,14 +51,19 @@ std::vector<std::unique_ptr<ReadTxn>> StoreImpl::same_snapshot(size_t workers) {
 
 std::vector<std::vector<Row>> StoreImpl::recall_many(const std::vector<std::string>& owners, const float* queries,
                                                      size_t k, bool expand, const RecallFilter& filter, float threshold,
-                                                     const std::optional<std::string>& scope) {
+                                                     const std::optional<std::string>& scope,
+                                                     const std::function<void(size_t, std::vector<Row>&&)>& on_answer) {
     check_open();
     const size_t n = owners.size();
     // Every query is checked before anything is read.
     std::vector<float> q(n * dim_);
     for (size_t i = 0; i < n; ++i) prepare_vector(queries + i * dim_, q.data() + i * dim_);
     std::vector<std::vector<Row>> out(n);
-    if (k == 0 || n == 0) return out;
+    if (k == 0 || n == 0) {
+        if (on_answer)
+            for (size_t i = 0; i < n; ++i) on_answer(i, std::vector<Row>());
+        return out;
+    }
 
     // As recall does before its search: the plans on a snapshot, then the
     // allow-sets the searches need (recall_scoped: the index caught up).
@@ -81,10 +87,15 @@ std::vector<std::vector<Row>> StoreImpl::recall_many(const std::vector<std::stri
     parallel_on(n, txns.size(), [&](size_t w, size_t i) {
         MDB_txn* txn = txns[w]->get();
         const float* qi = q.data() + i * dim_;
+        std::vector<Row> rows;
         if (scope)
-            out[i] = recall_scoped_in(txn, owners[i], *scope, qi, k, expand, filter, threshold);
+            rows = recall_scoped_in(txn, owners[i], *scope, qi, k, expand, filter, threshold);
         else if (plans[i].oid)
-            out[i] = recall_planned(txn, plans[i], qi, k, expand, filter, threshold);
+            rows = recall_planned(txn, plans[i], qi, k, expand, filter, threshold);
+        if (on_answer)
+            on_answer(i, std::move(rows));
+        else
+            out[i] = std::move(rows);
     });
     return out;
 }
