@@ -125,7 +125,7 @@ class ConsensusBackend:
             return []
         return list(self._store(owner).recall(owner, np.asarray(query, dtype=np.float32), k=k, expand=True))
 
-    def recall_many(self, queries: Sequence[tuple[str, npt.NDArray[np.float32]]], k: int = 5) -> list[list[Any]]:
+    def recall_many(self, queries: Sequence[tuple[str, Any]], k: int) -> list[list[Any]]:
         """``recall`` of every ``(owner, query)``, in order: one
         ``Store.recall_many`` per store (the recalls run across threads)."""
         out: list[list[Any]] = [[] for _ in queries]

@@ -47,7 +47,7 @@ class RecallOff:
         """Nothing, ever."""
         return []
 
-    def recall_many(self, queries: Sequence[tuple[str, npt.NDArray[np.float32]]], k: int = 5) -> list[list[Any]]:
+    def recall_many(self, queries: Sequence[tuple[str, Any]], k: int) -> list[list[Any]]:
         """Nothing for each (here, not the wrapped backend's through ``__getattr__``)."""
         return [[] for _ in queries]
 
