@@ -170,3 +170,19 @@ def test_recall_many_under_concurrent_writers(tmp_path):
             for t in writers:
                 t.join(timeout=60)
         assert not any(t.is_alive() for t in writers)
+
+
+def test_recall_many_under_own_words_is_recall_per_pair(tmp_path):
+    def same(requests):
+        return [r.candidates[0].id if r.candidates else None for r in requests]
+
+    with Store(tmp_path, dim=DIM, judge=same, min_similarity=0.5) as s:
+        s.deposit("a", ["the ghost walks", "the king drinks"], np.stack([unit(1), unit(2)]))
+        s.deposit("b", ["a ghost is walking"], near(unit(1), 5)[None])
+    with Store(tmp_path, dim=DIM, disclosure="own_words") as s:
+        pairs = [("a", unit(1)), ("b", unit(1)), ("c", unit(2))]
+        got = s.recall_many(pairs, k=2)
+        assert [_key(g) for g in got] == [_key(s.recall(o, q, k=2)) for o, q in pairs]
+        assert [m.text for m in got[1]] == ["a ghost is walking"]
+        with pytest.raises(ValueError, match=r"^queries\[1\]: "):
+            s.recall_many([("a", unit(1)), ("b", np.zeros(DIM))])
