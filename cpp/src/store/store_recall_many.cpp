@@ -31,17 +31,23 @@ constexpr int kSnapshotTries = 8;
 // another and started again when a commit fell between them. The caller's
 // thread holds them all at once, each with the resize lock shared: a
 // shared_mutex (glibc's rwlock, reader-preferring) grants a held shared
-// lock again while a resize waits, so this cannot deadlock with one.
+// lock again while a resize in this process waits; a map another process
+// grew is adopted only with none of them held (MapResized).
 std::vector<std::unique_ptr<ReadTxn>> StoreImpl::same_snapshot(size_t workers) {
     std::vector<std::unique_ptr<ReadTxn>> txns;
     for (int tries = 0; tries < kSnapshotTries; ++tries) {
         txns.clear();
         txns.push_back(std::make_unique<ReadTxn>(*env_));
         const size_t seen = mdb_txn_id(txns[0]->get());
-        while (txns.size() < workers) {
-            auto t = std::make_unique<ReadTxn>(*env_);
-            if (mdb_txn_id(t->get()) != seen) break;
-            txns.push_back(std::move(t));
+        try {
+            while (txns.size() < workers) {
+                auto t = std::make_unique<ReadTxn>(*env_, false);
+                if (mdb_txn_id(t->get()) != seen) break;
+                txns.push_back(std::move(t));
+            }
+        } catch (const MapResized&) {
+            txns.clear();  // the next try's first transaction adopts it
+            continue;
         }
         if (txns.size() == workers) return txns;
     }
