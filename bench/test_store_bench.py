@@ -70,3 +70,17 @@ def test_recall_k5_expand(benchmark, base, owner):
     n = itertools.count()
     with Store(base, readonly=True) as s:
         benchmark(lambda: s.recall(owner, qs[next(n) % 1000], k=5))
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["one_by_one", "recall_many"])
+def test_recall_256_agents_k5_expand(benchmark, base, batched):
+    # A simulation's round: the 100 depositing agents (1% owners each) recall in turn.
+    qs = queries(corpus(N), 256, seed=96)
+    pairs = [(f"a{i % 100}", q) for i, q in enumerate(qs)]
+    with Store(base, readonly=True) as s:
+        if batched:
+            benchmark(lambda: s.recall_many(pairs, k=5))
+        else:
+            benchmark(lambda: [s.recall(o, q, k=5) for o, q in pairs])
+        if benchmark.stats is not None:
+            benchmark.extra_info["recalls_per_second"] = 256 / benchmark.stats.stats.median

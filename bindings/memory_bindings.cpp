@@ -7,9 +7,13 @@
 // recall_nogil_ns lets a bench split a recall's time into GIL-held and
 // GIL-released.
 #include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -39,6 +43,12 @@ thread_local uint64_t released_ns = 0;
 std::chrono::nanoseconds keep_gil_below{30000};
 constexpr size_t kKeepGilOwners = 1 << 16;
 std::unordered_map<std::string, bool> short_recall;
+
+// recall_many_memories converts answers while the engine makes the rest
+// (recall_many_overlap sets it, so a bench can set the two side by side);
+// this thread wakes for every kWakeEvery answers finished, not for each.
+bool overlap_conversion = true;
+constexpr size_t kWakeEvery = 8;
 
 std::string short_recall_key(const Engine& e, const std::string& owner) {
     const Engine* p = &e;
@@ -191,6 +201,87 @@ void bind_memories(py::module_& m) {
         },
         py::arg("owner"), py::arg("scope"), py::arg("query"), py::arg("k"), py::arg("expand"), py::arg("spec"),
         py::arg("threshold"), py::arg("memory_type"), py::arg("decode_metadata"));
+    // Store.recall_many without lexical: the recalls of many (owner, query)
+    // pairs in one engine call. The engine's workers make the answers with
+    // the GIL released while this thread turns the finished ones into
+    // Memory objects (which needs the GIL): that conversion is about a
+    // quarter of a short recall's time, and done after the batch it would
+    // leave the second core idle for it.
+    engine.def(
+        "recall_many_memories",
+        [](Engine& e, const std::vector<std::string>& owners, std::optional<std::string> scope, const F32& queries,
+           size_t k, bool expand, const py::bytes& spec, float threshold, const py::type& memory_type,
+           const py::object& decode_metadata) {
+            auto u = e.use();
+            Store& st = *u;
+            const size_t n = owners.size();
+            const float* q = rows_of(queries, n, st.dim(), "queries");
+            RecallFilter f = RecallFilter::decode(std::string(spec));
+            auto* cls = reinterpret_cast<PyTypeObject*>(memory_type.ptr());
+            auto convert = [&](std::vector<Row>&& rows) {
+                py::list one(rows.size());
+                SharedValues shared;
+                for (size_t j = 0; j < rows.size(); ++j) one[j] = memory(cls, decode_metadata, rows[j], shared);
+                return one;
+            };
+            py::list out(n);
+            if (!overlap_conversion) {
+                std::vector<std::vector<Row>> answers;
+                {
+                    py::gil_scoped_release nogil;
+                    answers = st.recall_many(owners, q, k, expand, f, threshold, scope);
+                }
+                for (size_t i = 0; i < n; ++i) out[i] = convert(std::move(answers[i]));
+                return out;
+            }
+            // answers[i] is written by one worker, then i is published under mu.
+            std::vector<std::vector<Row>> answers(n);
+            std::mutex mu;
+            std::condition_variable cv;
+            std::vector<size_t> ready;
+            bool finished = false;
+            std::exception_ptr failure;
+            std::thread runner([&] {
+                try {
+                    st.recall_many(owners, q, k, expand, f, threshold, scope, [&](size_t i, std::vector<Row>&& rows) {
+                        answers[i] = std::move(rows);
+                        std::lock_guard<std::mutex> g(mu);
+                        ready.push_back(i);
+                        if (ready.size() >= kWakeEvery) cv.notify_one();
+                    });
+                } catch (...) {
+                    failure = std::current_exception();
+                }
+                std::lock_guard<std::mutex> g(mu);
+                finished = true;
+                cv.notify_one();
+            });
+            // The runner never takes the GIL, so it is joined without it,
+            // on every way out (a conversion that raises too).
+            struct Join {
+                std::thread& t;
+                ~Join() {
+                    py::gil_scoped_release nogil;
+                    t.join();
+                }
+            } join{runner};
+            std::vector<size_t> batch;
+            for (bool done = false; !done;) {
+                {
+                    py::gil_scoped_release nogil;
+                    std::unique_lock<std::mutex> l(mu);
+                    cv.wait(l, [&] { return ready.size() >= kWakeEvery || finished; });
+                    batch.swap(ready);
+                    done = finished;  // set after the last answer: batch holds all that remain
+                }
+                for (size_t i : batch) out[i] = convert(std::move(answers[i]));
+                batch.clear();
+            }
+            if (failure) std::rethrow_exception(failure);
+            return out;
+        },
+        py::arg("owners"), py::arg("scope"), py::arg("queries"), py::arg("k"), py::arg("expand"), py::arg("spec"),
+        py::arg("threshold"), py::arg("memory_type"), py::arg("decode_metadata"));
     m.def(
         "recall_keep_gil_ns",
         [](int64_t ns) {
@@ -203,6 +294,16 @@ void bind_memories(py::module_& m) {
         py::arg("ns"),
         "Sets how short (ns of engine work, the last time for that store and owner) a recall must be to keep the "
         "GIL; 0: every recall releases it. Returns the previous value.");
+    m.def(
+        "recall_many_overlap",
+        [](bool on) {
+            bool before = overlap_conversion;
+            overlap_conversion = on;
+            return before;
+        },
+        py::arg("on"),
+        "Sets whether Engine.recall_many_memories converts answers while the engine makes the rest (True, the "
+        "default) or after them all. Returns the previous value.");
     m.def(
         "recall_nogil_ns", []() { return released_ns; },
         "Nanoseconds this thread has spent in Engine.recall_memories' engine work with the GIL released.");

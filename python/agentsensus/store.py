@@ -29,6 +29,7 @@ from ._store.forget_plan import plan_forget
 from ._store.lexical_recall import build_lexical_index, fused_recall
 from ._store.normalize import text_digest
 from ._store.own_words import check_disclosure, own_get, own_recall
+from ._store.recall_many import recall_many
 from ._store.record_history import history_of
 from ._store.record_meta import decode_metadata, encode_where, metadata_per_statement, to_datetime
 from ._store.scopes import DEFAULT_SCOPE, check_scope
@@ -607,6 +608,34 @@ class Store:
             check_query(q, self.dim, self.metric)
             raise
         return out
+
+    def recall_many(
+        self,
+        queries: Sequence[tuple[str, Any]],
+        *,
+        k: int = 5,
+        expand: bool = True,
+        where: Optional[dict[str, Any]] = None,
+        threshold: Optional[float] = None,
+        lexical: bool = False,
+        scope: Optional[str] = None,
+    ) -> list[list[Memory]]:
+        """One list of memories per ``(owner, query)`` pair of ``queries``, in
+        their order: each what :meth:`recall` gives for that owner and query
+        with the same options (``k``, ``expand``, ``where``, ``threshold``,
+        ``scope``). ``[]`` for no pairs.
+
+        The engine runs the recalls across a few threads with the GIL
+        released, on one read snapshot: all answers describe one state of the
+        store, even while other threads or processes write. A query is a
+        vector or a str (str queries are embedded in one call of the store's
+        embedder). Every pair is checked before any recall runs; a bad one
+        raises with its index (``queries[3] owner ...``).
+
+        ``lexical=True`` and ``Store(disclosure="own_words")`` are served by
+        calling :meth:`recall` once per pair: the same answers, without the
+        threads or the single snapshot."""
+        return recall_many(self, queries, k, expand, where, threshold, lexical, scope)
 
     def get(self, id: int, owner: Optional[str] = None) -> Memory:
         """The record ``id``; ``KeyError`` when absent. With ``owner``, the

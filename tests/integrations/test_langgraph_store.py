@@ -309,3 +309,34 @@ def test_adapters_on_one_path_share_one_open_store(tmp_path: Any) -> None:
     with pytest.raises(ValueError, match="already open in this process with dim"):
         with ConsensusStore(path, index={"embed": embedders.hash}):
             ConsensusStore(path, index={"dims": 8, "embed": lambda texts: [[0.0] * 8 for _ in texts]})
+
+
+def test_a_batch_of_searches_recalls_together_and_pages_as_each_alone(lg: ConsensusStore) -> None:
+    # Several searches over several owners, one with a filter that leaves
+    # the first recalls short (so its owners are asked again, wider): the
+    # batch recalls through Store.recall_many, and each page is what the
+    # search gives alone.
+    for who in ("hamlet", "horatio", "ophelia"):
+        for n in range(12):
+            lg.put(("memories", who), f"k{n}", {"text": f"{who} fact {n} about the ghost", "n": n % 4})
+    ops = [
+        SearchOp(("memories",), query="the ghost", limit=5),
+        SearchOp(("memories", "horatio"), query="fact 3", limit=3, offset=2),
+        SearchOp(("memories",), query="about", filter={"n": 3}, limit=5),
+        SearchOp(("memories", "ophelia"), limit=2),
+    ]
+    calls: list[int] = []
+    recall_many = lg.store.recall_many
+
+    def counted(queries: Any, **kw: Any) -> Any:
+        calls.append(len(queries))
+        return recall_many(queries, **kw)
+
+    lg.store.recall_many = counted  # type: ignore[method-assign]
+    together = lg.batch(ops)
+    lg.store.recall_many = recall_many  # type: ignore[method-assign]
+    assert together == [lg.batch([op])[0] for op in ops]
+    # Searches that want as many items share k: their first recalls of
+    # every owner go at once (3 + 1 + 3), then the filtered one's, wider.
+    assert calls[0] == 7 and len(calls) >= 2
+    assert len(together[2]) == 5 and all(i.value["n"] == 3 for i in together[2])

@@ -67,3 +67,53 @@ def test_consensus_is_smallest_and_shares_on_the_tiny_play(tiny_play, embed, run
         for m in cons.backend.recall(agent, embed(["the ghost"])[0], k=5):
             assert agent in m.owners
     cons.backend.close()
+
+
+class _OneByOne:
+    """The wrapped backend without recall_many: the kernel recalls one by one."""
+
+    def __init__(self, backend) -> None:  # type: ignore[no-untyped-def]
+        self.inner = backend
+        self.name = backend.name
+
+    def remember(self, items, round, witnesses=None):  # type: ignore[no-untyped-def]
+        return self.inner.remember(items, round, witnesses=witnesses)
+
+    def recall(self, owner, query, k=5):  # type: ignore[no-untyped-def]
+        return self.inner.recall(owner, query, k)
+
+    def stats(self):  # type: ignore[no-untyped-def]
+        return self.inner.stats()
+
+    def graph(self):  # type: ignore[no-untyped-def]
+        return self.inner.graph()
+
+    def __getattr__(self, name):  # type: ignore[no-untyped-def]
+        if name == "recall_many":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def test_a_round_recalled_in_one_batch_runs_as_one_by_one(tiny_play, embed, run_kernel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The kernel hands a round's recalls to recall_many; the run (every
+    # recall call, what it returned, what followed) is the one-by-one run.
+    batched = run_kernel(tiny_play, ConsensusBackend(tmp_path / "b", embed.dim), embed)
+    single = run_kernel(tiny_play, _OneByOne(ConsensusBackend(tmp_path / "s", embed.dim)), embed)
+    assert any(log.recalls > 1 for log in batched.logs)  # a round recalled several agents at once
+    assert [log.recall_calls for log in batched.logs] == [log.recall_calls for log in single.logs]
+    assert [(log.recalls, log.hits, log.edge_rows) for log in batched.logs] == [
+        (log.recalls, log.hits, log.edge_rows) for log in single.logs
+    ]
+    assert batched.backend.stats() == single.backend.stats()
+    batched.backend.close()
+    single.backend.close()
+
+
+def test_consensus_recall_many_is_recall_per_owner(tmp_path, embed) -> None:  # type: ignore[no-untyped-def]
+    for merging in (True, False):
+        b = ConsensusBackend(tmp_path / f"m{merging}", embed.dim, merging=merging)
+        lines = ["The ghost walks.", "The king is dead.", "Ophelia sings.", "The ghost walks tonight."]
+        b.remember([(o, [s], embed([s])) for o, s in zip(["Hamlet", "Horatio", "Hamlet", "Ophelia"], lines)], 1)
+        queries = [(o, embed([q])[0]) for o in ("Hamlet", "Horatio", "Ophelia", "Nobody") for q in ("ghost", "king")]
+        assert b.recall_many(queries, k=2) == [b.recall(o, q, k=2) for o, q in queries]
+        b.close()

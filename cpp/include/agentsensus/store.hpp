@@ -88,6 +88,21 @@ public:
     std::vector<Row> recall(const std::string& owner, const float* query, size_t k, bool expand,
                             const RecallFilter& filter = RecallFilter(),
                             float threshold = -std::numeric_limits<float>::infinity());
+    // recall of each (owners[i], query row i) (with scope: recall_scoped),
+    // queries n x dim() row-major. One snapshot for the whole batch: all
+    // answers describe one state of the store, each equal to the single
+    // recall on it. The queries run across a few threads, each with its own
+    // read transaction (store_recall_many.cpp); every query is checked
+    // before any is run. on_answer, when given, receives each answer (its
+    // index and rows) as soon as it is complete, on the worker thread that
+    // made it, and the answer is left empty in the result: the caller can
+    // use answers while others are still being made.
+    using AnswerFn = std::function<void(size_t, std::vector<Row>&&)>;
+    std::vector<std::vector<Row>> recall_many(const std::vector<std::string>& owners, const float* queries, size_t k,
+                                              bool expand, const RecallFilter& filter = RecallFilter(),
+                                              float threshold = -std::numeric_limits<float>::infinity(),
+                                              const std::optional<std::string>& scope = std::nullopt,
+                                              const AnswerFn& on_answer = nullptr);
     // With owner, the row carries that owner's metadata.
     Row get(uint64_t id, const std::string& owner = std::string());
     // A record's times and every owner's metadata, for export and import

@@ -37,13 +37,14 @@ void throw_lmdb(int rc, const char* what) {
     throw LmdbError(rc, msg);
 }
 
-ReadTxn::ReadTxn(Env& env) {
+ReadTxn::ReadTxn(Env& env, bool adopt) {
     bool retried = false;
     for (;;) {
         lock_ = std::shared_lock<std::shared_mutex>(env.resize_mutex());
         int rc = mdb_txn_begin(env.raw(), nullptr, MDB_RDONLY, &txn_);
         if (rc == MDB_MAP_RESIZED) {
             lock_.unlock();
+            if (!adopt) throw MapResized{};
             env.adopt_resize();
             continue;
         }

@@ -18,6 +18,9 @@ namespace agentsensus {
 // Thrown inside a write transaction when the map is full; Env::write grows
 // the map and replays the transaction.
 struct MapFull {};
+// Thrown by a ReadTxn told not to adopt a map another process grew: the
+// caller holds other read transactions, which adopting would wait for.
+struct MapResized {};
 
 [[noreturn]] void throw_lmdb(int rc, const char* what);
 
@@ -35,10 +38,11 @@ inline std::string_view view(const MDB_val& v) {
 class Env;
 
 // A read-only snapshot. Holds the environment's resize lock shared, so the
-// map is never resized under it.
+// map is never resized under it. A map another process grew is adopted
+// first, unless adopt is false (then MapResized is thrown).
 class ReadTxn {
 public:
-    explicit ReadTxn(Env& env);
+    explicit ReadTxn(Env& env, bool adopt = true);
     ~ReadTxn();
     ReadTxn(const ReadTxn&) = delete;
     ReadTxn& operator=(const ReadTxn&) = delete;

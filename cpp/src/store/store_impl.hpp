@@ -127,6 +127,12 @@ public:
     std::vector<Row> recall(const std::string& owner, const float* query, size_t k, bool expand,
                             const RecallFilter& filter = RecallFilter(),
                             float threshold = -std::numeric_limits<float>::infinity());
+    // recall (or, with scope, recall_scoped) of each (owners[i], query row
+    // i) on one snapshot, across threads (store_recall_many.cpp).
+    std::vector<std::vector<Row>> recall_many(const std::vector<std::string>& owners, const float* queries, size_t k,
+                                              bool expand, const RecallFilter& filter, float threshold,
+                                              const std::optional<std::string>& scope,
+                                              const std::function<void(size_t, std::vector<Row>&&)>& on_answer);
     // With owner, the row carries that owner's metadata.
     Row get(uint64_t id, const std::string& owner = std::string());
     // A record's times and every owner's metadata, for export and import
@@ -279,6 +285,21 @@ private:
     // The steps of recall: the owner's allow-set for a filtered search, the
     // search of the whole graph kept to the owner's, the exact scan, and the
     // rows with their edges.
+    // A recall's plan, from one snapshot: the owner's records scanned
+    // exactly or searched for in the graph (store_recall.cpp). No oid: the
+    // owner owns nothing.
+    struct RecallPlan {
+        std::optional<uint32_t> oid;
+        size_t count = 0, total = 0, wanted = 0;
+        bool exact = true;
+    };
+    RecallPlan plan_recall(MDB_txn* txn, const std::string& owner, size_t k);
+    std::vector<Row> recall_planned(MDB_txn* txn, const RecallPlan& plan, const float* q, size_t k, bool expand,
+                                    const RecallFilter& filter, float threshold);
+    std::vector<Row> recall_scoped_in(MDB_txn* txn, const std::string& owner, const std::string& scope, const float* q,
+                                      size_t k, bool expand, const RecallFilter& filter, float threshold);
+    // Read transactions on one snapshot, one per worker (store_recall_many.cpp).
+    std::vector<std::unique_ptr<ReadTxn>> same_snapshot(size_t workers);
     size_t search_cost(size_t width) const;                   // in scanned vectors
     bool neighbourhoods_crowded(MDB_txn* txn, size_t total);  // crowd_'s verdict, measured when due
     void ensure_allow_set(uint32_t owner);

@@ -67,6 +67,12 @@ std::vector<uint64_t> Store::owned(const std::string& owner) { return impl_->own
 std::string Store::scope_of(uint64_t id) { return impl_->scope_of(id); }
 std::vector<std::string> Store::scopes_of(const std::vector<uint64_t>& ids) { return impl_->scopes_of(ids); }
 std::vector<std::string> Store::scope_names() { return impl_->scope_names(); }
+std::vector<std::vector<Row>> Store::recall_many(const std::vector<std::string>& owners, const float* queries, size_t k,
+                                                 bool expand, const RecallFilter& filter, float threshold,
+                                                 const std::optional<std::string>& scope, const AnswerFn& on_answer) {
+    return impl_->recall_many(owners, queries, k, expand, filter, threshold, scope, on_answer);
+}
+
 std::vector<Row> Store::recall_scoped(const std::string& owner, const std::string& scope, const float* query, size_t k,
                                       bool expand, const RecallFilter& filter, float threshold) {
     return impl_->recall_scoped(owner, scope, query, k, expand, filter, threshold);

@@ -97,36 +97,52 @@ std::vector<Row> StoreImpl::recall(const std::string& owner, const float* query,
     std::vector<float> q(dim_);
     prepare_vector(query, q.data());
     if (k == 0) return {};
-
-    std::optional<uint32_t> oid;
-    size_t count = 0, total = 0;
+    RecallPlan plan;
     {
         ReadTxn t(*env_);
-        oid = owner_id(t.get(), owner);
-        if (oid) count = owned_count(t.get(), *oid);
-        total = entries(t.get(), db_.records);
+        plan = plan_recall(t.get(), owner, k);
     }
-    if (!oid || count == 0) return {};
-
-    size_t wanted = total ? (kOverfetch * k * total + count - 1) / count : k;
-    wanted = std::max(wanted, k);
-    bool exact = count <= exact_cutoff_ || search_cost(wanted) >= count;
-    if (!exact) ensure_allow_set(*oid);
-
+    if (!plan.oid) return {};
+    if (!plan.exact) ensure_allow_set(*plan.oid);
     std::shared_lock<std::shared_mutex> lock(index_mu_);
     ReadTxn t(*env_);
+    return recall_planned(t.get(), plan, q.data(), k, expand, filter, threshold);
+}
+
+// Scan or search, from the owner's record count and the store's (no oid:
+// the owner owns nothing).
+StoreImpl::RecallPlan StoreImpl::plan_recall(MDB_txn* txn, const std::string& owner, size_t k) {
+    RecallPlan p;
+    std::optional<uint32_t> oid = owner_id(txn, owner);
+    if (!oid) return p;
+    p.count = owned_count(txn, *oid);
+    if (p.count == 0) return p;
+    p.oid = oid;
+    p.total = entries(txn, db_.records);
+    p.wanted = p.total ? (kOverfetch * k * p.total + p.count - 1) / p.count : k;
+    p.wanted = std::max(p.wanted, k);
+    p.exact = p.count <= exact_cutoff_ || search_cost(p.wanted) >= p.count;
+    return p;
+}
+
+// The plan run on txn's snapshot. Holds index_mu_ shared; the owner's
+// allow-set exists unless the plan is exact.
+std::vector<Row> StoreImpl::recall_planned(MDB_txn* txn, const RecallPlan& plan, const float* q, size_t k, bool expand,
+                                           const RecallFilter& filter, float threshold) {
+    const uint32_t oid = *plan.oid;
+    bool exact = plan.exact;
     std::vector<Hit> hits;
     // A filter that a scan of this snapshot evaluated already: its passing
     // records are scanned exactly when that costs less than a search.
     if (!exact && !filter.empty()) {
-        auto passing = passing_ids(t.get(), *oid, filter);
-        exact = passing && search_cost(wanted) >= passing->size();
+        auto passing = passing_ids(txn, oid, filter);
+        exact = passing && search_cost(plan.wanted) >= passing->size();
     }
-    if (!exact) exact = !search_owned(t.get(), *oid, q.data(), k, count, total, wanted, hits, filter);
+    if (!exact) exact = !search_owned(txn, oid, q, k, plan.count, plan.total, plan.wanted, hits, filter);
     std::shared_ptr<const std::vector<uint64_t>> scanned;
-    if (exact) hits = scan_owned(t.get(), *oid, q.data(), k, filter, &scanned);
+    if (exact) hits = scan_owned(txn, oid, q, k, filter, &scanned);
     hits.erase(std::remove_if(hits.begin(), hits.end(), [&](const Hit& h) { return h.score < threshold; }), hits.end());
-    return recall_rows(t.get(), *oid, hits, expand, filter, scanned.get());
+    return recall_rows(txn, oid, hits, expand, filter, scanned.get());
 }
 
 // The owner's allow-set, current to the latest commit.

@@ -267,29 +267,35 @@ std::vector<Row> StoreImpl::recall_scoped(const std::string& owner, const std::s
     sync_index();
     std::shared_lock<std::shared_mutex> lock(index_mu_);
     ReadTxn t(*env_);
-    std::optional<uint32_t> oid = owner_id(t.get(), owner);
-    std::optional<uint32_t> sid = scope_id(t.get(), scope);
+    return recall_scoped_in(t.get(), owner, scope, q.data(), k, expand, filter, threshold);
+}
+
+// recall_scoped on txn's snapshot. Holds index_mu_ shared.
+std::vector<Row> StoreImpl::recall_scoped_in(MDB_txn* txn, const std::string& owner, const std::string& scope,
+                                             const float* q, size_t k, bool expand, const RecallFilter& filter,
+                                             float threshold) {
+    std::optional<uint32_t> oid = owner_id(txn, owner);
+    std::optional<uint32_t> sid = scope_id(txn, scope);
     if (!oid || !sid) return {};
     // The owner's records of the scope, filtered before scoring (the k best
     // scored are the k best that pass).
-    std::vector<uint64_t> ids = owned_ids(t.get(), *oid), absent;
+    std::vector<uint64_t> ids = owned_ids(txn, *oid), absent;
     ids.erase(std::remove_if(ids.begin(), ids.end(),
                              [&](uint64_t id) {
-                                 return record_scope(t.get(), id) != *sid ||
-                                        (!filter.empty() && !passes(t.get(), *oid, id, filter));
+                                 return record_scope(txn, id) != *sid ||
+                                        (!filter.empty() && !passes(txn, *oid, id, filter));
                              }),
               ids.end());
-    std::vector<Hit> hits = index_->scan(q.data(), ids.data(), ids.size(), k, absent);
+    std::vector<Hit> hits = index_->scan(q, ids.data(), ids.size(), k, absent);
     std::vector<float> buf(dim_);
     for (uint64_t id : absent)
-        if (vector_of(t.get(), id, buf.data()))
-            hits.push_back(Hit{id, similarity(metric_, q.data(), buf.data(), dim_)});
+        if (vector_of(txn, id, buf.data())) hits.push_back(Hit{id, similarity(metric_, q, buf.data(), dim_)});
     size_t top = std::min(k, hits.size());
     std::partial_sort(hits.begin(), hits.begin() + top, hits.end(), better_hit);
     hits.resize(top);
     hits.erase(std::remove_if(hits.begin(), hits.end(), [&](const Hit& h) { return h.score < threshold; }), hits.end());
     // Expansion rows are of the same scope: edges never cross scopes (I14).
-    return recall_rows(t.get(), *oid, hits, expand, filter);
+    return recall_rows(txn, *oid, hits, expand, filter);
 }
 
 // I14: every scope row belongs to a live record and names a known scope,

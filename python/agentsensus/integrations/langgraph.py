@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, TypedDict, Union, cast
+from typing import Any, Callable, Iterable, Literal, Mapping, NamedTuple, Optional, Sequence, TypedDict, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -99,6 +99,18 @@ _INDEX_KEYS = ("dims", "embed", "fields", "distance_type")
 # A search asks recall for this many times the items it still needs, and
 # widens by this factor while filters or shared records leave it short.
 _WIDEN = 4
+
+
+class _Ask(NamedTuple):
+    """One owner's recall for one search: ``k`` records, of which the
+    search wants ``want`` items."""
+
+    search: int
+    op: SearchOp
+    want: int
+    qvec: npt.NDArray[np.float32]
+    owner: str
+    k: int
 
 
 class _PutPlan:
@@ -362,22 +374,47 @@ class ConsensusStore(BaseStore):
     def _run_searches(
         self, searches: list[tuple[int, SearchOp]], qvecs: Mapping[str, Any], results: list[Result]
     ) -> None:
+        """Each search's page into ``results``. A vector search recalls every
+        owner under its prefix: the first recalls of all the batch's searches
+        and owners go to ``Store.recall_many`` together (one call per k; the
+        engine runs them across threads), and an owner left short of items by
+        filters or shared records is asked again, wider, with the others
+        left short."""
+        best: dict[int, dict[tuple[str, str], tuple[float, ItemRow]]] = {}
+        asks: list[_Ask] = []
         for i, op in searches:
             qvec = qvecs.get(op.query) if op.query else None
-            results[i] = self._search(op, qvec)
+            want = max(op.offset, 0) + max(op.limit, 0)
+            if want == 0 or qvec is None:
+                results[i] = self._unranked(op, want)
+                continue
+            best[i] = {}
+            q = np.asarray(qvec, dtype=np.float32)
+            prefix = tuple(op.namespace_prefix)
+            owners = sorted({self.owner_of(ns) for ns in self.items.namespaces() if ns[: len(prefix)] == prefix})
+            asks.extend(_Ask(i, op, want, q, owner, want * 2) for owner in owners)
+        while asks:
+            wider: list[_Ask] = []
+            for k in sorted({a.k for a in asks}):
+                group = [a for a in asks if a.k == k]
+                answers = self.store.recall_many([(a.owner, a.qvec) for a in group], k=k, expand=False)
+                for a, hits in zip(group, answers):
+                    if self._collect(a, hits, best[a.search]) < a.want and len(hits) >= k:
+                        wider.append(a._replace(k=k * _WIDEN))
+            asks = wider
+        for i, op in searches:
+            if i in best:
+                results[i] = self._page(op, best[i])
 
-    def _search(self, op: SearchOp, qvec: Optional[np.ndarray]) -> list[SearchItem]:
-        want = max(op.offset, 0) + max(op.limit, 0)
+    def _unranked(self, op: SearchOp, want: int) -> list[SearchItem]:
+        """A search without a query vector: the items under the prefix that pass the filter, in order."""
         if want == 0:
             return []
-        if qvec is None:
-            rows = [r for r in self.items.under(op.namespace_prefix) if _matches(r.value, op.filter)]
-            return [_search_item(r, None) for r in rows[op.offset : op.offset + op.limit]]
-        best: dict[tuple[str, str], tuple[float, ItemRow]] = {}
-        prefix = tuple(op.namespace_prefix)
-        owners = sorted({self.owner_of(ns) for ns in self.items.namespaces() if ns[: len(prefix)] == prefix})
-        for owner in owners:
-            self._recall_owner(owner, np.asarray(qvec, dtype=np.float32), op, want, best)
+        rows = [r for r in self.items.under(op.namespace_prefix) if _matches(r.value, op.filter)]
+        return [_search_item(r, None) for r in rows[op.offset : op.offset + op.limit]]
+
+    def _page(self, op: SearchOp, best: dict[tuple[str, str], tuple[float, ItemRow]]) -> list[SearchItem]:
+        """The search's page of the items its recalls found, best first."""
         ranked = sorted(best.values(), key=lambda sr: (-sr[0], sr[1].namespace, sr[1].key))
         kept: list[SearchItem] = [_search_item(r, s) for s, r in ranked[op.offset : op.offset + op.limit]]
         if len(kept) < op.limit:
@@ -391,29 +428,22 @@ class ConsensusStore(BaseStore):
                     kept.append(_search_item(r, None))
         return kept
 
-    def _recall_owner(
-        self, owner: str, qvec: np.ndarray, op: SearchOp, want: int, best: dict[tuple[str, str], tuple[float, ItemRow]]
-    ) -> None:
-        """Adds ``owner``'s best items under the prefix to ``best``, asking
-        recall for more records until ``want`` items pass the filter or the
-        owner has no more."""
-        k = want * 2
-        while True:
-            hits = self.store.recall(owner, qvec, k=k, expand=False)
-            links = self.items.items_of(owner, [h.id for h in hits], op.namespace_prefix)
-            found = 0
-            for h in hits:
-                for row in links.get(h.id, []):
-                    key = (join_namespace(row.namespace), row.key)
-                    if not _matches(row.value, op.filter):
-                        continue
-                    found += 1
-                    score = self._score(h.score)
-                    if key not in best or best[key][0] < score:
-                        best[key] = (score, row)
-            if found >= want or len(hits) < k:
-                return
-            k *= _WIDEN
+    def _collect(self, ask: _Ask, hits: list[Any], best: dict[tuple[str, str], tuple[float, ItemRow]]) -> int:
+        """Adds the items under the prefix that ``ask.owner``'s hits are
+        indexed for and that pass the filter to ``best``; how many there were."""
+        op = ask.op
+        links = self.items.items_of(ask.owner, [h.id for h in hits], op.namespace_prefix)
+        found = 0
+        for h in hits:
+            for row in links.get(h.id, []):
+                key = (join_namespace(row.namespace), row.key)
+                if not _matches(row.value, op.filter):
+                    continue
+                found += 1
+                score = self._score(h.score)
+                if key not in best or best[key][0] < score:
+                    best[key] = (score, row)
+        return found
 
     def _score(self, raw: Optional[float]) -> float:
         """LangGraph's score for a recall score: the engine's ``l2sq`` gives

@@ -125,6 +125,20 @@ class ConsensusBackend:
             return []
         return list(self._store(owner).recall(owner, np.asarray(query, dtype=np.float32), k=k, expand=True))
 
+    def recall_many(self, queries: Sequence[tuple[str, Any]], k: int) -> list[list[Any]]:
+        """``recall`` of every ``(owner, query)``, in order: one
+        ``Store.recall_many`` per store (the recalls run across threads)."""
+        out: list[list[Any]] = [[] for _ in queries]
+        by_store: dict[str, list[int]] = {}
+        for n, (owner, _) in enumerate(queries):
+            if self.merging or owner in self.stores:
+                by_store.setdefault("" if self.merging else owner, []).append(n)
+        for key, positions in by_store.items():
+            pairs = [(queries[n][0], np.asarray(queries[n][1], dtype=np.float32)) for n in positions]
+            for n, mems in zip(positions, self.stores[key].recall_many(pairs, k=k, expand=True)):
+                out[n] = list(mems)
+        return out
+
     def stats(self) -> dict[str, int]:
         """The engine's own counters, summed over stores; ``three_plus`` from owner sets."""
         totals = {"records": 0, "shared": 0, "linked": 0, "max_owners": 0, "merges": 0, "deposits": 0}

@@ -47,6 +47,10 @@ class RecallOff:
         """Nothing, ever."""
         return []
 
+    def recall_many(self, queries: Sequence[tuple[str, Any]], k: int) -> list[list[Any]]:
+        """Nothing for each (here, not the wrapped backend's through ``__getattr__``)."""
+        return [[] for _ in queries]
+
     def __getattr__(self, name: str) -> Any:
         # stats, graph, records, merge_log, text_of, close: the wrapped backend's.
         return getattr(self.inner, name)

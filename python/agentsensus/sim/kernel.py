@@ -260,9 +260,21 @@ class Kernel:
         return RecallNeed(view.stm.focus_text() or agent)
 
     def _recall_many(self, queries: list[tuple[str, str]], log: RoundLog) -> list[list[Any]]:
-        """One recall per ``(agent, text)``, in order; the rows each returned."""
+        """One recall per ``(agent, text)``, in order; the rows each returned.
+        A backend with ``recall_many`` (the consensus store's) gets them in
+        one call, which the engine runs across threads: the queries are all
+        known before any row is held, so the answers are the same. Each
+        recall is then logged with the batch's time split evenly."""
         out = []
         vecs: Any = self.embed([t for _, t in queries]) if queries else []
+        many = getattr(self.backend, "recall_many", None)
+        if callable(many) and len(queries) > 1:
+            t0 = time.perf_counter()
+            found = [list(m) for m in many([(agent, q) for (agent, _), q in zip(queries, vecs)], self.k)]
+            ms = (time.perf_counter() - t0) * 1000.0 / len(queries)
+            for mems in found:
+                self._count(mems, log, ms)
+            return found
         for (agent, _), q in zip(queries, vecs):
             t0 = time.perf_counter()
             mems = list(self.backend.recall(agent, q, self.k))
