@@ -621,7 +621,7 @@ class Store:
         scope: Optional[str] = None,
     ) -> list[list[Memory]]:
         """One list of memories per ``(owner, query)`` pair of ``queries``, in
-        their order: each what :meth:`recall` gives for that owner and query
+        their order: each what `recall` gives for that owner and query
         with the same options (``k``, ``expand``, ``where``, ``threshold``,
         ``scope``). ``[]`` for no pairs.
 
@@ -633,7 +633,7 @@ class Store:
         raises with its index (``queries[3] owner ...``).
 
         ``lexical=True`` and ``Store(disclosure="own_words")`` are served by
-        calling :meth:`recall` once per pair: the same answers, without the
+        calling `recall` once per pair: the same answers, without the
         threads or the single snapshot."""
         return recall_many(self, queries, k, expand, where, threshold, lexical, scope)
 
