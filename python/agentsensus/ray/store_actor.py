@@ -173,7 +173,8 @@ class StoreActor:
 
     @_read
     def recall_many(self, queries: list[tuple[str, Any]], k: int, expand: bool) -> list[list[Memory]]:
-        return [self._store.recall(owner, q, k=k, expand=expand) for owner, q in queries]
+        # Store.recall_many: the same answers as recall per pair, on one snapshot, across threads
+        return self._store.recall_many(queries, k=k, expand=expand)
 
     @_read
     def recall_hits(
