@@ -3,17 +3,14 @@ written; importing the package does not import ADK."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import site
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-import agentsensus
 import pytest
+from strict_types import mypy_strict
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "integrations-adk.md"
@@ -44,18 +41,9 @@ def test_the_example_runs(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_example_passes_mypy_strict(tmp_path: Path) -> None:
     """What a user copies must type-check against ADK's own types."""
-    base = str(Path(agentsensus.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    installed = {str(Path(p).resolve()) for p in site.getsitepackages() + [site.getusersitepackages()]}
-    if base not in installed:
-        env["MYPYPATH"] = base  # a source tree (as tests/test_typing.py)
-    tag = hashlib.sha1(f"{base}|{sys.version}|adk-example".encode()).hexdigest()[:12]
-    cache = Path(tempfile.gettempdir()) / f"agentsensus-mypy-{tag}"
     script = tmp_path / "doc_adk.py"
     script.write_text(_python_blocks()[0])
-    cmd = [sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml")]
-    cmd += ["--cache-dir", str(cache), "--python-executable", sys.executable, str(script)]
-    out = subprocess.run(cmd, cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True, timeout=900)
+    out = mypy_strict([str(script)], "adk-example")
     assert out.returncode == 0, out.stdout + out.stderr
 
 

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
-import site
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-import agentsensus
 import pytest
+from strict_types import mypy_strict
 
 pytestmark = pytest.mark.slow  # the examples as processes, and mypy
 
@@ -34,31 +31,11 @@ def test_examples_pass_mypy_strict(tmp_path: Path) -> None:
     """What a user copies must type-check, the examples and the docs' code
     alike: ``index={"embed": embedders.hash}`` against LangGraph's types,
     the memory against autogen-core's, the client against the mcp SDK's."""
-    base = str(Path(agentsensus.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    installed = {str(Path(p).resolve()) for p in site.getsitepackages() + [site.getusersitepackages()]}
-    if base not in installed:
-        env["MYPYPATH"] = base  # a source tree (as tests/test_typing.py)
-    tag = hashlib.sha1(f"{base}|{sys.version}|examples".encode()).hexdigest()[:12]
-    cache = Path(tempfile.gettempdir()) / f"agentsensus-mypy-{tag}"
     files = sorted(str(p) for p in EXAMPLES.glob("*.py"))
     for n, body in enumerate(_blocks("python")):
         (tmp_path / f"doc_integrations_{n}.py").write_text(body)
         files.append(str(tmp_path / f"doc_integrations_{n}.py"))
-    cmd = [
-        sys.executable,
-        "-m",
-        "mypy",
-        "--strict",
-        "--config-file",
-        str(ROOT / "pyproject.toml"),
-        "--cache-dir",
-        str(cache),
-        "--python-executable",
-        sys.executable,
-        *files,
-    ]
-    out = subprocess.run(cmd, cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True, timeout=900)
+    out = mypy_strict(files, "examples")
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"Success: no issues found in {len(files)} source files" in out.stdout
 
