@@ -231,7 +231,7 @@ def test_forget_of_a_scoped_record_keeps_its_digests_in_scope(store_path):
 
 
 def test_langgraph_namespaces_map_to_scopes(tmp_path):
-    pytest.importorskip("langgraph")
+    # langgraph is pinned in the test extra: its absence is a failure, not a skip
     from agentsensus import embedders
     from agentsensus.integrations.langgraph import ConsensusStore
 
