@@ -20,7 +20,7 @@ MAX_OWNERS_PER_RECORD: int
 MAX_DIM: int
 MAX_BATCH_KEY_BYTES: int
 BATCH_DIGEST_BYTES: int
-# Code points that show nothing, as inclusive (lo, hi) ranges (cpp/visible_text.hpp).
+# Code points that show nothing, as inclusive (lo, hi) ranges (cpp/include/agentsensus/visible_text.hpp).
 INVISIBLE_RANGES: list[tuple[int, int]]
 VALUE_DIGEST_BYTES: int
 MAX_KEY_BYTES: int
@@ -67,7 +67,7 @@ class CommitPlan:
     def targets(self) -> list[int]: ...
 
 class Metric(enum.Enum):
-    """The similarity a store compares vectors with (cpp/similarity.hpp)."""
+    """The similarity a store compares vectors with (cpp/src/index/similarity.hpp)."""
 
     cos = 0
     ip = 1

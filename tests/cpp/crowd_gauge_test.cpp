@@ -1,4 +1,4 @@
-// CrowdGauge (cpp/crowd_gauge.hpp): no verdict before one is measured, the
+// CrowdGauge (cpp/src/index/crowd_gauge.hpp): no verdict before one is measured, the
 // measured one while the store stays under twice the size it was measured
 // at, and none again once it has doubled (so it is measured anew); and the
 // crowded rule's wider width.

@@ -1,4 +1,4 @@
-// dot_i8 (cpp/similarity.cpp) against the plain sum of products, over every
+// dot_i8 (cpp/src/index/similarity.cpp) against the plain sum of products, over every
 // length up to past two AVX2 blocks and the extremes of the range both int8
 // encodings produce ([-127, 127]): the kernel's sign trick and int16 pair
 // sums must give the exact integer.

@@ -1,4 +1,4 @@
-// check_pages (cpp/page_check.hpp) on LMDB files damaged in known ways: each
+// check_pages (cpp/include/agentsensus/page_check.hpp) on LMDB files damaged in known ways: each
 // kind of damage is reported in its own words, a sound file gives nothing,
 // and deep=false walks the main tree only.
 #include <fcntl.h>

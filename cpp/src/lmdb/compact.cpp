@@ -49,7 +49,7 @@ void fsync_path(const std::string& path, int flags) {
 // can hold a forgotten record's words (the lexical index's keys are words)
 // and cannot be overwritten before its delete as values are (scrub_del). So
 // the copy's branch and leaf pages get that middle zeroed before it replaces
-// the store; nothing reads it (cpp/page_check.cpp checks that every node
+// the store; nothing reads it (cpp/src/lmdb/page_check.cpp checks that every node
 // starts at or after upper). Page layout as there: flags at byte 10, lower
 // and upper at 12 and 14 (an overflow run's page count at 12), a 16-byte
 // header; pages 0 and 1 are the meta pages.

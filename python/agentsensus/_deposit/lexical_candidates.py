@@ -41,7 +41,7 @@ __all__ = ["LexicalCandidates", "weighed_queries"]
 
 # (score, record id): a candidate as the planner ranks it
 Cand = tuple[float, int]
-# BM25's constants as the engine scores with them (cpp/lexical_index.hpp)
+# BM25's constants as the engine scores with them (cpp/src/lexical/lexical_index.hpp)
 K1, B = 1.2, 0.75
 # (records, mean length, per text [(word, count in the text, records holding it)]): Engine.lexical_word_counts
 WordCounts = tuple[float, float, list[list[tuple[bytes, int, float]]]]

@@ -80,7 +80,7 @@ DISCLOSURES = ("shared", "own_words")
 
 # where fields that are the shared record's, not the reading owner's.
 _RECORD_FIELDS = frozenset({"round", "created_at", "updated_at"})
-# Reciprocal rank fusion's constant, as the engine's (cpp/lexical_search.cpp).
+# Reciprocal rank fusion's constant, as the engine's (cpp/src/store/store_lexical.cpp).
 _RRF = 60.0
 # BM25's usual parameters.
 _K1, _B = 1.2, 0.75
