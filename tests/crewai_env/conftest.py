@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from asked_for import ignore_unless_asked
 
 HERE = Path(__file__).resolve().parent
 
@@ -25,19 +26,8 @@ os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 
-def _asked_for(config: pytest.Config) -> bool:
-    base = Path(config.invocation_params.dir)
-    for arg in config.args:
-        path = (base / arg.split("::")[0]).resolve()
-        if path == HERE or HERE in path.parents:
-            return True
-    return False
-
-
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    if collection_path.resolve() == Path(__file__).resolve():
-        return None
-    return True if not _asked_for(config) else None
+    return ignore_unless_asked(HERE, Path(__file__), collection_path, config)
 
 
 def pytest_configure(config: pytest.Config) -> None:

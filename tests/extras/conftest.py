@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from asked_for import ignore_unless_asked
 
 HERE = Path(__file__).resolve().parent
 
@@ -20,16 +21,5 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def _asked_for(config: pytest.Config) -> bool:
-    base = Path(config.invocation_params.dir)
-    for arg in config.args:
-        path = (base / arg.split("::")[0]).resolve()
-        if path == HERE or HERE in path.parents:
-            return True
-    return False
-
-
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    if collection_path.resolve() == Path(__file__).resolve():
-        return None
-    return True if not _asked_for(config) else None
+    return ignore_unless_asked(HERE, Path(__file__), collection_path, config)
