@@ -1,5 +1,5 @@
 // pybind11 glue for CommitPlan: built by keyword (_deposit/plan.py), with
-// None for "no expected/kept text" and "no metadata", vectors one float32
+// None for "no expected/kept text", "no metadata" and "supersedes nothing", vectors one float32
 // row per statement.
 #include <cstring>
 #include <optional>
@@ -21,7 +21,7 @@ std::vector<std::string> texts_or_empty(const py::list& l) {
 
 CommitPlan make_plan(std::string owner, uint32_t round, std::vector<std::string> texts, const py::bytes& digests,
                      const F32& vectors, std::vector<int64_t> targets, const py::list& expected, const py::list& kept,
-                     const py::object& metadata, std::string scope) {
+                     const py::object& metadata, std::string scope, const py::object& supersedes) {
     CommitPlan p;
     p.owner = std::move(owner);
     p.round = round;
@@ -36,6 +36,7 @@ CommitPlan make_plan(std::string owner, uint32_t round, std::vector<std::string>
     p.expected = texts_or_empty(expected);
     p.kept = texts_or_empty(kept);
     if (!metadata.is_none()) p.metadata = texts_or_empty(metadata.cast<py::list>());
+    if (!supersedes.is_none()) p.supersedes = supersedes.cast<std::vector<int64_t>>();
     return p;
 }
 
@@ -45,12 +46,13 @@ void bind_commit_plan(py::module_& m) {
     py::class_<CommitPlan>(m, "CommitPlan", "One deposit's plan for Engine.commit (CommitPlan, agentsensus/rows.hpp).")
         .def(py::init(&make_plan), py::kw_only(), py::arg("owner"), py::arg("round"), py::arg("texts"),
              py::arg("digests"), py::arg("vectors"), py::arg("targets"), py::arg("expected"), py::arg("kept"),
-             py::arg("metadata") = py::none(), py::arg("scope") = std::string())
+             py::arg("metadata") = py::none(), py::arg("scope") = std::string(), py::arg("supersedes") = py::none())
         .def_readonly("owner", &CommitPlan::owner)
         .def_readonly("round", &CommitPlan::round)
         .def_readonly("scope", &CommitPlan::scope)
         .def_readonly("texts", &CommitPlan::texts)
-        .def_readonly("targets", &CommitPlan::targets);
+        .def_readonly("targets", &CommitPlan::targets)
+        .def_readonly("supersedes", &CommitPlan::supersedes);
 }
 
 }  // namespace agentsensus_py

@@ -262,9 +262,11 @@ public:
         return py::make_tuple(list, vectors);
     }
 
-    // scopes: None, or per row its scope name ("" the default).
+    // scopes: None, or per row its scope name ("" the default); supersedes:
+    // None, or per row the record it supersedes (0 none).
     void load(const std::vector<std::string>& owners, const py::list& rows, const F32& vectors, const py::list& merges,
-              const py::object& counters, const py::object& scopes = py::none()) {
+              const py::object& counters, const py::object& scopes = py::none(),
+              const py::object& supersedes = py::none()) {
         auto u = use();
         Store& st = *u;
         LoadBatch b;
@@ -273,6 +275,10 @@ public:
         if (!scopes.is_none()) row_scopes = scopes.cast<std::vector<std::string>>();
         if (!row_scopes.empty() && row_scopes.size() != rows.size())
             throw InvalidArgument("a load's scopes must be one per row");
+        std::vector<uint64_t> row_supersedes;
+        if (!supersedes.is_none()) row_supersedes = supersedes.cast<std::vector<uint64_t>>();
+        if (!row_supersedes.empty() && row_supersedes.size() != rows.size())
+            throw InvalidArgument("a load's supersedes must be one per row");
         const float* v = rows_of(vectors, rows.size(), st.dim(), "vectors");
         for (size_t i = 0; i < rows.size(); ++i) {
             py::tuple t = rows[i].cast<py::tuple>();
@@ -303,6 +309,7 @@ public:
                 }
             }
             if (!row_scopes.empty()) r.scope = row_scopes[i];
+            if (!row_supersedes.empty()) r.supersedes = row_supersedes[i];
             b.rows.push_back(std::move(r));
         }
         for (const py::handle& h : merges) {

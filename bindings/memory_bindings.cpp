@@ -57,7 +57,22 @@ std::string short_recall_key(const Engine& e, const std::string& owner) {
 }
 
 // Memory's fields in its declaration order (records.py), interned once.
-enum Field { kId, kText, kOwners, kRound, kScore, kVia, kMetadata, kCreated, kUpdated, kLexical, kFields };
+enum Field {
+    kId,
+    kText,
+    kOwners,
+    kRound,
+    kScore,
+    kVia,
+    kMetadata,
+    kCreated,
+    kUpdated,
+    kLexical,
+    kSupersedes,
+    kSupersededBy,
+    kValidUntil,
+    kFields
+};
 PyObject* field_names[kFields];
 PyObject* via_names[3];  // "hit", "edge", ""
 PyObject* empty_args;    // ()
@@ -117,6 +132,8 @@ private:
     std::vector<std::pair<uint64_t, py::object>> times_;
 };
 
+py::object id_or_none(uint64_t id) { return id ? steal(PyLong_FromUnsignedLongLong(id)) : py::object(py::none()); }
+
 // One Memory, as Memory(...) would make it: Memory is a frozen dataclass
 // with no __post_init__, so its __init__ does nothing but set these fields.
 py::object memory(PyTypeObject* cls, const py::object& decode, const Row& r, SharedValues& shared) {
@@ -133,6 +150,9 @@ py::object memory(PyTypeObject* cls, const py::object& decode, const Row& r, Sha
         r.has_times ? shared.time(r.times.created) : py::object(py::none()),
         r.has_times ? shared.time(r.times.updated) : py::object(py::none()),
         py::object(py::none()),
+        id_or_none(r.supersedes),
+        id_or_none(r.superseded_by),
+        r.superseded_by ? steal(PyLong_FromUnsignedLong(r.valid_until)) : py::object(py::none()),
     };
     py::object m = steal(PyBaseObject_Type.tp_new(cls, empty_args, nullptr));
     // What the dataclass __init__ does (object.__setattr__ past the frozen
@@ -147,8 +167,9 @@ py::object memory(PyTypeObject* cls, const py::object& decode, const Row& r, Sha
 void bind_memories(py::module_& m) {
     PyDateTime_IMPORT;
     if (!PyDateTimeAPI) throw py::error_already_set();
-    const char* names[kFields] = {"id",  "text",     "owners",     "round",      "score",
-                                  "via", "metadata", "created_at", "updated_at", "lexical_score"};
+    const char* names[kFields] = {"id",         "text",       "owners",        "round",      "score",
+                                  "via",        "metadata",   "created_at",    "updated_at", "lexical_score",
+                                  "supersedes", "superseded_by", "valid_until"};
     for (int i = 0; i < kFields; ++i) field_names[i] = PyUnicode_InternFromString(names[i]);
     const char* vias[3] = {"hit", "edge", ""};
     for (int i = 0; i < 3; ++i) via_names[i] = PyUnicode_InternFromString(vias[i]);

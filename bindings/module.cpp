@@ -14,6 +14,7 @@ void bind_batch_keys(pybind11::module_& m);
 namespace agentsensus_py {
 void bind_lexical(pybind11::module_& m);
 void bind_memories(pybind11::module_& m);
+void bind_versions(pybind11::module_& m);
 }  // namespace agentsensus_py
 void bind_record_meta(pybind11::module_& m);
 void bind_items(pybind11::module_& m);
@@ -182,7 +183,7 @@ PYBIND11_MODULE(_core, m) {
              })
         .def("dump", &Engine::dump, py::arg("after"), py::arg("limit"))
         .def("load", &Engine::load, py::arg("owners"), py::arg("rows"), py::arg("vectors"), py::arg("merges"),
-             py::arg("counters"), py::arg("scopes") = py::none())
+             py::arg("counters"), py::arg("scopes") = py::none(), py::arg("supersedes") = py::none())
         .def("counters",
              [](Engine& e) {
                  auto u = e.use();
@@ -239,4 +240,5 @@ PYBIND11_MODULE(_core, m) {
     bind_items(m);
     bind_scopes(m);
     bind_memories(m);
+    bind_versions(m);
 }

@@ -82,6 +82,9 @@ def test_a_record_rewritten_between_ranking_and_fields_is_ranked_again(tmp_path)
             def get_meta(self, *args):
                 return engine.get_meta(*args)
 
+            def versions_of(self, *args):
+                return engine.versions_of(*args)
+
         got = fused_recall(s, RewritesOnce(), "a", "when is the deploy", 4, False, None, None)
         assert len(calls) == 2  # the first ranking's text of record 1 was stale
         first = next(m for m in got if m.id == 1)

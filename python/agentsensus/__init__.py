@@ -17,7 +17,7 @@ from .errors import ContentionError, CorruptStoreError, Error, StoreFullError, S
 # function here, so a later ``import agentsensus.io.compact`` cannot rebind it.
 from .io.compact import Compacted, compact
 from .planfence.fence import Check, Fence, Link, Stale, StalePlanError
-from .records import Change, Deposit, JudgeRequest, Memory, Merge, Stats
+from .records import Change, Deposit, JudgeRequest, Memory, Merge, Stats, Supersedes
 from .store import Store
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "Stats",
     "Change",
     "JudgeRequest",
+    "Supersedes",
     "Error",
     "CorruptStoreError",
     "StoreFullError",

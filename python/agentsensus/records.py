@@ -6,7 +6,7 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["Memory", "Deposit", "Merge", "Stats", "Change", "JudgeRequest"]
+__all__ = ["Memory", "Deposit", "Merge", "Stats", "Change", "JudgeRequest", "Supersedes"]
 
 
 # Invariant: Memory has no __post_init__ and no derived field, so an instance
@@ -32,6 +32,13 @@ class Memory:
     text (the lexical index: shared words, rarer ones weighing more; 0.0 when
     no word is shared) on a deposit's candidates and on
     ``recall(..., lexical=True)``; ``None`` elsewhere.
+
+    ``supersedes`` and ``superseded_by`` link the record into its chain of
+    versions (a judge's `Supersedes` verdict; ``None``: no link).
+    ``round`` is the round it was made, its ``valid_from``; ``valid_until``
+    is the round of the record that superseded it (``None`` while nothing
+    has). Which records are current is each owner's: ``recall`` leaves out a
+    record once the reading owner holds a later one of its chain.
     """
 
     id: int
@@ -44,6 +51,14 @@ class Memory:
     created_at: Optional[datetime.datetime] = None
     updated_at: Optional[datetime.datetime] = None
     lexical_score: Optional[float] = None
+    supersedes: Optional[int] = None
+    superseded_by: Optional[int] = None
+    valid_until: Optional[int] = None
+
+    @property
+    def valid_from(self) -> int:
+        """The round the record's validity starts: the round it was made."""
+        return self.round
 
 
 _new = object.__new__
@@ -59,6 +74,7 @@ def candidate(rid: int, text: str, owners: frozenset[str], rnd: int, score: floa
     m.__dict__.update(
         id=rid, text=text, owners=owners, round=rnd, score=score, via="candidate",
         metadata=None, created_at=None, updated_at=None, lexical_score=lexical,
+        supersedes=None, superseded_by=None, valid_until=None,
     )  # fmt: skip
     return m
 
@@ -115,6 +131,19 @@ class Change:
     owner: str
     round: int
     at: Optional[datetime.datetime] = None
+
+
+@dataclass(frozen=True)
+class Supersedes:
+    """A judge's third verdict: the statement is a newer state of the same
+    subject as candidate ``id`` ("Alice moved to Berlin" after "Alice lives
+    in Paris"), not the same fact. The statement becomes a new record that
+    supersedes ``id`` (or, when something already superseded ``id``, the
+    last record of that chain). For each owner, the older record stops being
+    current once that owner holds the newer one: another owner of the old
+    record keeps it as current until its own statement ends in the newer."""
+
+    id: int
 
 
 @dataclass(frozen=True)

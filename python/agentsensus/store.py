@@ -33,6 +33,7 @@ from ._store.recall_many import recall_many
 from ._store.record_history import history_of
 from ._store.record_meta import decode_metadata, encode_where, metadata_per_statement, to_datetime
 from ._store.scopes import DEFAULT_SCOPE, check_scope
+from ._store.versions import links_of, supersession_events, with_as_of
 from ._store.validation import check_k, check_owner, check_query, check_round, check_statements, check_vectors
 from .errors import ContentionError, CorruptStoreError, Error
 from .io.leftovers import remove_abandoned_imports
@@ -541,6 +542,7 @@ class Store:
         threshold: Optional[float] = None,
         lexical: bool = False,
         scope: Optional[str] = None,
+        as_of: Optional[int] = None,
     ) -> list[Memory]:
         """The ``k`` records ``owner`` owns that are most similar to ``query``
         (a vector, or a str when the store has ``embed``), then, with
@@ -566,7 +568,14 @@ class Store:
 
         Under ``Store(disclosure="own_words")`` each row holds ``owner``'s
         own statement and ``owner`` alone, ranked by its own statements'
-        vectors, without the affiliation hop (docs/reference/store.md, "What an owner reads")."""
+        vectors, without the affiliation hop (docs/reference/store.md, "What an owner reads").
+
+        Only records current for ``owner`` come back: a record is left out
+        once ``owner`` holds a later record of its chain of versions (a
+        judge's `Supersedes`). ``as_of=R`` recalls what ``owner`` held at
+        round R instead: the records it held by then (its first statement
+        in each at or before R) that no record it held by then superseded.
+        Each shows its text as it is now. ``as_of`` takes no ``lexical``."""
         # Everything here holds the GIL, which reader threads take in turn:
         # the common call (a float32 vector, an int k, no where, threshold
         # or scope) is checked with the fewest Python steps.
@@ -577,9 +586,11 @@ class Store:
         sc = None if scope is None else check_scope(scope)
         if lexical and sc is not None:
             raise ValueError("recall takes no scope with lexical=True")
+        if lexical and as_of is not None:
+            raise ValueError("recall takes no as_of with lexical=True")
         if self.disclosure == "own_words":
             floor_or_none = None if threshold is None else _check_threshold(threshold)
-            return own_recall(self, owner, query, k, where, floor_or_none, sc, bool(lexical))
+            return own_recall(self, owner, query, k, where, floor_or_none, sc, bool(lexical), as_of)
         if lexical:
             return fused_recall(self, engine, owner, query, k, bool(expand), where, threshold)
         if isinstance(query, str):
@@ -587,6 +598,8 @@ class Store:
                 raise TypeError("query is a str, but " + no_embed_message(self.embedder_name, "pass a vector"))
             query = self.embed([query])
         spec = b"" if where is None else encode_where(where)
+        if as_of is not None:
+            spec = with_as_of(spec, as_of)
         floor = _NO_FLOOR if threshold is None else _check_threshold(threshold)
         if (
             type(query) is np.ndarray
@@ -619,11 +632,12 @@ class Store:
         threshold: Optional[float] = None,
         lexical: bool = False,
         scope: Optional[str] = None,
+        as_of: Optional[int] = None,
     ) -> list[list[Memory]]:
         """One list of memories per ``(owner, query)`` pair of ``queries``, in
         their order: each what `recall` gives for that owner and query
         with the same options (``k``, ``expand``, ``where``, ``threshold``,
-        ``scope``). ``[]`` for no pairs.
+        ``scope``, ``as_of``). ``[]`` for no pairs.
 
         The engine runs the recalls across a few threads with the GIL
         released, on one read snapshot: all answers describe one state of the
@@ -635,7 +649,7 @@ class Store:
         ``lexical=True`` and ``Store(disclosure="own_words")`` are served by
         calling `recall` once per pair: the same answers, without the
         threads or the single snapshot."""
-        return recall_many(self, queries, k, expand, where, threshold, lexical, scope)
+        return recall_many(self, queries, k, expand, where, threshold, lexical, scope, as_of)
 
     def get(self, id: int, owner: Optional[str] = None) -> Memory:
         """The record ``id``; ``KeyError`` when absent. With ``owner``, the
@@ -646,8 +660,13 @@ class Store:
         who = "" if owner is None else check_owner(owner, existing=True)
         if who and self.disclosure == "own_words":
             return own_get(self, _check_id(id), who)
-        i, t, o, r, c, u, m = self._handles().engine.get_meta(_check_id(id), who)
-        return Memory(i, t, frozenset(o), r, None, "", decode_metadata(m), to_datetime(c), to_datetime(u))
+        engine = self._handles().engine
+        i, t, o, r, c, u, m = engine.get_meta(_check_id(id), who)
+        older, newer, until = links_of(engine, i)
+        return Memory(
+            i, t, frozenset(o), r, None, "", decode_metadata(m), to_datetime(c), to_datetime(u),
+            supersedes=older, superseded_by=newer, valid_until=until,
+        )  # fmt: skip
 
     def neighbors(self, id: int) -> list[int]:
         """Record ids one affiliation edge from ``id``, ascending."""
@@ -725,10 +744,21 @@ class Store:
 
     def history(self, id: int) -> list[Change]:
         """Record ``id``'s changes, oldest first (see `Change`): how it
-        was made, each text change, each statement merged in. Read from the
-        said rows and the merge log; ``KeyError``
+        was made, each text change, each statement merged in, then its
+        place in its chain of versions (``SUPERSEDES``: the record it
+        superseded; ``SUPERSEDED``: the record that superseded it). Read
+        from the said rows, the merge log and the versions; ``KeyError``
         when absent."""
-        return history_of(self._handles().engine, _check_id(id))
+        engine = self._handles().engine
+        rid = _check_id(id)
+        return history_of(engine, rid) + supersession_events(engine, rid)
+
+    def chain(self, id: int) -> list[Memory]:
+        """The chain of versions record ``id`` belongs to, oldest first
+        (``[get(id)]`` when nothing superseded it and it superseded
+        nothing): each record superseded by the next. ``KeyError`` when
+        absent."""
+        return [self.get(rid) for rid in self._handles().engine.chain(_check_id(id))]
 
     def delete_all(self, owner: str, *, progress: Optional[Callable[[int, int], None]] = None) -> int:
         """``owner`` forgets every record it owns (``forget``, one commit

@@ -7,7 +7,13 @@
 // [u32 clauses], each [u8 field][u8 op][u32 key bytes][key][u32 values] then
 // each value [u8 kind] + (bool: u8 | number: f64 | string: u32 bytes, bytes |
 // null: nothing). Field 0 is a metadata key; 1 round, 2 created_at, 3
-// updated_at (times in microseconds since the epoch).
+// updated_at (times in microseconds since the epoch). Field 4 (op eq, one
+// number) is not a clause but recall's as_of round: what the owner held at
+// that round (store_versions.cpp).
+//
+// Besides its clauses, a filter may check versions: a record superseded for
+// the reading owner fails (the store sets this on every recall of a store
+// with supersessions, with_versions).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,7 +35,7 @@ struct JsonValue {
 
 class RecallFilter {
 public:
-    enum Field : uint8_t { kMetadata = 0, kRound = 1, kCreated = 2, kUpdated = 3 };
+    enum Field : uint8_t { kMetadata = 0, kRound = 1, kCreated = 2, kUpdated = 3, kAsOf = 4 };
     enum Op : uint8_t { kEq = 0, kIn = 1, kGte = 2, kLte = 3, kGt = 4, kLt = 5 };
 
     // What one record offers the filter (only what needs_* asks for is read).
@@ -45,9 +51,17 @@ public:
     // InvalidArgument on a malformed spec.
     static RecallFilter decode(std::string_view spec);
 
-    bool empty() const { return clauses_.empty(); }
-    // The spec it was decoded from: equal specs, equal filters.
+    // No clause, no as_of and no versions check: every record passes.
+    bool empty() const { return clauses_.empty() && !has_as_of_ && !versions_; }
+    // The spec it was decoded from (with a mark when it checks versions):
+    // equal specs, equal filters.
     const std::string& spec() const { return spec_; }
+    // as_of: recall what the owner held at this round (versions.hpp).
+    bool has_as_of() const { return has_as_of_; }
+    uint32_t as_of() const { return as_of_; }
+    // Whether a record superseded for the owner fails; a copy that checks.
+    bool checks_versions() const { return versions_ || has_as_of_; }
+    RecallFilter with_versions() const;
     bool needs_round() const { return needs_round_; }
     bool needs_times() const { return needs_times_; }
     bool needs_metadata() const { return needs_metadata_; }
@@ -69,6 +83,8 @@ private:
     std::vector<Clause> clauses_;
     std::string spec_;
     bool needs_round_ = false, needs_times_ = false, needs_metadata_ = false;
+    bool has_as_of_ = false, versions_ = false;
+    uint32_t as_of_ = 0;
 
     static bool holds(const Clause& c, const JsonValue& v);
 };

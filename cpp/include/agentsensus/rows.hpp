@@ -88,6 +88,17 @@ struct Row {
     bool has_times = false;  // false: written before schema 3
     RecordTimes times;
     std::string metadata;  // the reading owner's (recall; get with an owner), or empty
+    // Its chain of versions (0: none): the record it supersedes and the one
+    // that superseded it, whose round (valid_until) closed this one's validity.
+    uint64_t supersedes = 0, superseded_by = 0;
+    uint32_t valid_until = 0;  // meaningful when superseded_by != 0
+};
+
+// A record's place in its chain of versions (0: none; valid_until, the
+// round of the record that superseded it, is 0 then too).
+struct VersionLinks {
+    uint64_t supersedes = 0, superseded_by = 0;
+    uint32_t valid_until = 0;
 };
 
 struct PrepareResult {
@@ -106,7 +117,9 @@ struct PrepareResult {
 // record of this commit, 1-based), and for a merge the survivor's text the
 // caller's policy saw (expected: a mismatch is a conflict) and its text
 // after (kept). metadata: empty, or per statement a JSON object for
-// (record, owner) or "" (leave it as it is).
+// (record, owner) or "" (leave it as it is). supersedes: empty, or per
+// statement 0 or, for a new record (target 0), the record it supersedes
+// (> 0 a committed one, < 0 a new record of this commit, as targets).
 struct CommitPlan {
     std::string owner;
     uint32_t round = 0;
@@ -117,6 +130,7 @@ struct CommitPlan {
     std::vector<int64_t> targets;
     std::vector<std::string> expected, kept;
     std::vector<std::string> metadata;
+    std::vector<int64_t> supersedes;
 };
 
 struct CommitResult {
@@ -168,6 +182,7 @@ struct DumpRow {
     std::vector<float> vector;         // dim floats
     std::vector<SaidRow> said;         // its statements, n ascending (none: written by schema 1)
     std::string scope;                 // "" the default scope
+    uint64_t supersedes = 0;           // the record it supersedes (a lower id), or 0
 };
 
 // The store-wide counters a copy must continue from.

@@ -123,6 +123,14 @@ public:
                 const unsigned char* digest, const float* vector, uint32_t round, std::string_view metadata);
     std::vector<uint64_t> neighbors(uint64_t id);
     std::vector<uint64_t> owned(const std::string& owner);
+    // The chain of versions record id belongs to, oldest first (itself
+    // alone when nothing supersedes it or is superseded by it; NotFound
+    // when absent). A record is superseded for an owner once that owner
+    // holds a later record of its chain; recall shows an owner only records
+    // current for it, and with a filter's as_of, what it held at that round.
+    std::vector<uint64_t> chain(uint64_t id);
+    // Each record's links, on one snapshot (all 0 for an absent record).
+    std::vector<VersionLinks> versions_of(const std::vector<uint64_t>& ids);
 
     // Scopes (store_scopes.cpp). A record's scope is the one of the deposit that
     // created it ("" the default scope) and never changes. The scope of a

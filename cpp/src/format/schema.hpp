@@ -10,7 +10,7 @@
 // LMDB file is not portable across byte orders anyway). A "dup" table holds
 // several sorted values under one key (MDB_DUPSORT). Record ids, merge seqs
 // and journal seqs start at 1; 0 means none. Texts and names are UTF-8.
-// The invariants I1..I20 are the ones Store::verify checks (integrity.cpp);
+// The invariants I1..I21 are the ones Store::verify checks (integrity.cpp);
 // I1 is the structure of the LMDB pages themselves (page_check.hpp).
 #pragma once
 #include <lmdb.h>
@@ -32,7 +32,10 @@ namespace agentsensus {
 // of schema 1 or 2 creates it empty; a read-only one reads as no keys.
 // 3 also added the scope tables (kScopesTable): every record of a store of
 // schema 1 or 2 is in the default scope.
-constexpr uint32_t kSchemaVersion = 3;
+// 4 added versions (kVersionsTable: a record superseded by another). A
+// writable open of an older store creates it empty; a read-only one reads
+// as no supersessions.
+constexpr uint32_t kSchemaVersion = 4;
 constexpr uint32_t kOldestSchemaVersion = 1;
 
 // A named LMDB table and the flags it is opened with.
@@ -50,7 +53,7 @@ constexpr unsigned kDupFixed = MDB_DUPSORT | MDB_DUPFIXED;
 //
 // Primary tables (repair keeps them): records, vectors, owners, owner names,
 // edges, merges, said, batch_keys, times, metadata, scopes, scope_names,
-// lg_items, settings. Derived tables (repair rebuilds them from the primary
+// versions, lg_items, settings. Derived tables (repair rebuilds them from the primary
 // ones): owned, owners-by-name, rmerges, norms, rnorms, journal, hist,
 // scoped, scopes_by_name, lg_item_refs, lex_postings.
 //
@@ -123,6 +126,16 @@ constexpr TableSpec kMetadataTable{"metadata", 0};
 // names a known scope; scoped mirrors it; names and ids are a bijection
 // below next_scope; every affiliation edge joins two records of one scope.
 constexpr TableSpec kScopesTable{"scopes", 0};
+// Be64 record id -> [u64 supersedes][u64 superseded_by] (native; 0 none):
+// the record's place in its chain of versions (store_versions.cpp). A
+// judge's Supersedes verdict makes a new record the successor of the last
+// record of the named one's chain, so a chain is a line, each record newer
+// (a higher id) than the one it supersedes. Records without links have no
+// row. Primary. I21: every row is 16 bytes with a link, belongs to a live
+// record, and links live records of its scope both ways (a's superseded_by
+// is b exactly when b's supersedes is a), with supersedes < id <
+// superseded_by.
+constexpr TableSpec kVersionsTable{"versions", 0};
 // Be32 scope id -> dup u64 record id: the reverse of scopes (a scope's
 // candidates). Derived.
 constexpr TableSpec kScopedTable{"scoped", kDupFixedInt};

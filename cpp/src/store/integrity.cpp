@@ -99,6 +99,7 @@ public:
         s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I15
         s_.verify_record_meta(t_, records_,
                               [&](std::string m) { bad(std::move(m)); });    // I16, I17 (store_store_record_meta.cpp)
+        s_.verify_versions(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I21 (store_versions.cpp)
         s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
         if (digest_) text_digests();                                         // I19
         return std::move(out_);
@@ -475,6 +476,7 @@ public:
         prune_merge_log();
         prune_said_rows();
         s_.repair_record_meta(t_, keep_);  // I16, I17: after the owner sets are rebuilt
+        s_.repair_versions(t_, keep_);     // I21: likewise (store_versions.cpp)
         rebuild_text_index(digests);
         rebuild_journal(fresh_uuid);
         repair_batch_keys(t_, db_.batch_keys, s_.meta_u64(t_, kMetaNextId, 1));  // I13, after next_id is settled

@@ -22,7 +22,7 @@ RecallFilter RecallFilter::decode(std::string_view spec) {
         std::string_view key;
         if (!r.get(field) || !r.get(op) || !r.get(key_len) || !r.get_bytes(key_len, key) || !r.get(nvalues))
             throw bad();
-        if (field > kUpdated || op > kLt || nvalues == 0 || nvalues > 4096 || (op != kIn && nvalues != 1)) throw bad();
+        if (field > kAsOf || op > kLt || nvalues == 0 || nvalues > 4096 || (op != kIn && nvalues != 1)) throw bad();
         c.field = static_cast<Field>(field);
         c.op = static_cast<Op>(op);
         c.key.assign(key);
@@ -55,6 +55,15 @@ RecallFilter RecallFilter::decode(std::string_view spec) {
             }
             c.values.push_back(std::move(v));
         }
+        if (c.field == kAsOf) {
+            const JsonValue& r0 = c.values[0];
+            if (f.has_as_of_ || c.op != kEq || r0.kind != JsonValue::kNumber || !(r0.num >= 0) || r0.num > 4294967295.0 ||
+                r0.num != static_cast<double>(static_cast<uint32_t>(r0.num)))
+                throw bad();
+            f.has_as_of_ = true;
+            f.as_of_ = static_cast<uint32_t>(r0.num);
+            continue;
+        }
         f.needs_round_ |= c.field == kRound;
         f.needs_times_ |= c.field == kCreated || c.field == kUpdated;
         f.needs_metadata_ |= c.field == kMetadata;
@@ -62,6 +71,15 @@ RecallFilter RecallFilter::decode(std::string_view spec) {
     }
     if (!r.rest().empty()) throw bad();
     f.spec_.assign(spec);
+    return f;
+}
+
+RecallFilter RecallFilter::with_versions() const {
+    RecallFilter f = *this;
+    if (!f.versions_) {
+        f.versions_ = true;
+        f.spec_.append("\xffversions");  // cannot end a decoded spec: no decoded filter equals it
+    }
     return f;
 }
 

@@ -164,6 +164,8 @@ DepositPlan view_of(const CommitPlan& p, uint32_t dim) {
         throw InvalidArgument("a commit plan's fields disagree in length");
     if (p.digests.size() != n * kDigestBytes || p.targets.size() != n || p.expected.size() != n || p.kept.size() != n)
         throw InvalidArgument("a commit plan's fields disagree in length");
+    if (!p.supersedes.empty() && p.supersedes.size() != n)
+        throw InvalidArgument("a commit plan's fields disagree in length");
     if (p.vectors.size() != n * dim)
         throw InvalidArgument("vectors must have shape (" + std::to_string(n) + ", " + std::to_string(dim) + ")");
     DepositPlan d;
@@ -180,6 +182,7 @@ DepositPlan view_of(const CommitPlan& p, uint32_t dim) {
         s.expected = p.expected[j];
         s.kept = p.kept[j];
         if (!p.metadata.empty()) s.metadata = p.metadata[j];
+        if (!p.supersedes.empty()) s.supersedes = p.supersedes[j];
     }
     return d;
 }
@@ -219,6 +222,9 @@ std::vector<std::vector<float>> StoreImpl::validate_plans(const std::vector<Depo
                 throw InvalidArgument("a merge names a new record that comes later in the commit");
             if (s.target != 0 && s.kept.empty()) throw InvalidArgument("a merge needs the kept text");
             if (s.kept.size() > kMaxStatementBytes) throw InvalidArgument("kept text is too long");
+            if (s.supersedes != 0 && s.target != 0) throw InvalidArgument("only a new record supersedes another");
+            if (s.supersedes < 0 && static_cast<size_t>(-s.supersedes) > new_count)
+                throw InvalidArgument("a supersession names a new record that comes later in the commit");
             if (s.target == 0) ++new_count;
             std::string why;
             if (!s.metadata.empty() && !valid_metadata(s.metadata, why)) throw InvalidArgument(why);
@@ -252,7 +258,8 @@ std::vector<StoreImpl::Rival> StoreImpl::added_since(MDB_txn* txn, uint64_t prep
 // four conflicts, each a decision prepare saw made stale by another writer:
 // a new record whose text (new_record_conflict: identical) or meaning
 // (similar) was committed meanwhile, and a merge whose survivor was deleted
-// or changed meanwhile (merge_conflict).
+// or changed meanwhile (merge_conflict), or a new record whose predecessor
+// (supersedes) was deleted meanwhile.
 std::optional<std::string> StoreImpl::commit_deposit(MDB_txn* txn, const DepositPlan& d, const float* vectors,
                                                      const std::vector<Rival>& rivals, float min_similarity,
                                                      Counters& c, std::vector<uint64_t>& staged,
@@ -270,6 +277,18 @@ std::optional<std::string> StoreImpl::commit_deposit(MDB_txn* txn, const Deposit
             put_scope(txn, id, sid);  // first: the record's words are kept under its scope
             create_record(txn, id, s, v, oid, d.round, c.deposits);
             staged.push_back(id);
+            if (s.supersedes != 0) {
+                const uint64_t old = s.supersedes > 0 ? static_cast<uint64_t>(s.supersedes) : staged[-s.supersedes - 1];
+                Be64 ok(old);
+                MDB_val probe;
+                if (!agentsensus::get(txn, db_.records, val(ok.b, 8), probe))
+                    return "record " + std::to_string(old) + " was deleted meanwhile";
+                // Enforced here whatever the plan says: a chain stays in one scope.
+                if (record_scope(txn, old) != sid)
+                    throw InvalidArgument("statement " + std::to_string(i) + " supersedes record " +
+                                          std::to_string(old) + ", which is in another scope");
+                supersede(txn, old, id);
+            }
         } else {
             id = s.target > 0 ? static_cast<uint64_t>(s.target) : staged[-s.target - 1];
             if (auto why = merge_conflict(txn, id, s)) return why;

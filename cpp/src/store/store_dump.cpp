@@ -51,6 +51,7 @@ std::vector<DumpRow> StoreImpl::dump(uint64_t after, size_t limit) {
         if (!vector_of(t.get(), id, d.vector.data())) throw Corrupt("record " + std::to_string(id) + " has no vector");
         d.said = said_rows(t.get(), id);
         d.scope = scope_name(t.get(), record_scope(t.get(), id));
+        d.supersedes = r.supersedes;
         out.push_back(std::move(d));
         more = c.op(k, v, MDB_NEXT);
     }
@@ -208,6 +209,21 @@ void StoreImpl::load_row(MDB_txn* txn, const DumpRow& r) {
         if (record_scope(txn, e) != sid)  // I14: a deposit's records are of one scope
             throw InvalidArgument(what + " has an edge to record " + std::to_string(e) + " of another scope");
         add_edge(txn, e, r.id);
+    }
+    if (r.supersedes != 0) {
+        // I21 as import must meet it: the predecessor is loaded before (a
+        // lower id), of this scope, and not superseded yet.
+        if (r.supersedes >= r.id) throw InvalidArgument(what + " supersedes a record that is not older");
+        Be64 pk(r.supersedes);
+        MDB_val pv;
+        if (!agentsensus::get(txn, db_.records, val(pk.b, 8), pv))
+            throw InvalidArgument(what + " supersedes record " + std::to_string(r.supersedes) + ", which is not there");
+        if (record_scope(txn, r.supersedes) != sid)
+            throw InvalidArgument(what + " supersedes record " + std::to_string(r.supersedes) + " of another scope");
+        if (links_of(txn, r.supersedes).superseded_by != 0)
+            throw InvalidArgument(what + " supersedes record " + std::to_string(r.supersedes) +
+                                  ", which another record supersedes");
+        supersede(txn, r.supersedes, r.id);
     }
 }
 

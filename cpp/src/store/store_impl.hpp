@@ -47,6 +47,7 @@ struct StatementPlan {
     std::string_view expected;
     std::string_view kept;
     std::string_view metadata;  // a JSON object for (record, owner), or empty: leave it as it is
+    int64_t supersedes = 0;     // a new record's predecessor (as target: > 0 committed, < 0 of this commit)
 };
 
 struct DepositPlan {
@@ -154,6 +155,13 @@ public:
                 const unsigned char* digest, const float* vector, uint32_t round, std::string_view metadata);
     std::vector<uint64_t> neighbors(uint64_t id);
     std::vector<uint64_t> owned(const std::string& owner);
+    // The chain of versions record id is part of, oldest first (store_versions.cpp).
+    std::vector<uint64_t> chain(uint64_t id);
+    std::vector<VersionLinks> versions_of(const std::vector<uint64_t>& ids);
+    // A record's links in the versions table (0: none).
+    struct Links {
+        uint64_t supersedes = 0, superseded_by = 0;
+    };
 
     // Scopes (store_scopes.cpp). A record's scope is the one of the deposit that
     // created it ("" the default scope) and never changes. The scope of a
@@ -247,7 +255,8 @@ private:
     // One handle per table of schema.hpp.
     struct Dbs {
         MDB_dbi meta, records, vectors, owners, owned, owners_by_name, owner_names, edges, merges, rmerges, norms,
-            rnorms, journal, hist, said, batch_keys, times, metadata, scopes, scoped, scope_names, scopes_by_name;
+            rnorms, journal, hist, said, batch_keys, times, metadata, scopes, scoped, scope_names, scopes_by_name,
+            versions;
     };
     // A record another writer added after a commit's prepare, with its vector.
     struct Rival {
@@ -393,6 +402,26 @@ private:
                             const std::function<void(std::string)>& bad);
     void repair_record_meta(MDB_txn* txn, const std::set<uint64_t>& keep);
 
+    // Versions (store_versions.cpp). has_versions: the snapshot holds a
+    // supersession (else no recall pays for checking). versioned: the filter
+    // a recall of txn's snapshot uses. current_for: id is not superseded for
+    // owner oid (now, or at the filter's as_of round, which also needs oid
+    // to have held it by then). supersede links a new record after the last
+    // of old_id's chain; unlink_versions joins a deleted record's chain
+    // around it. read_links fills a row's links.
+    static constexpr size_t kMaxChainSteps = 1u << 20;
+    bool has_versions(MDB_txn* txn);
+    RecallFilter versioned(MDB_txn* txn, const RecallFilter& f);
+    Links links_of(MDB_txn* txn, uint64_t id);
+    void put_links(MDB_txn* txn, uint64_t id, const Links& l);
+    uint32_t joined_round(MDB_txn* txn, uint32_t oid, uint64_t id);
+    bool current_for(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& f);
+    void supersede(MDB_txn* txn, uint64_t old_id, uint64_t new_id);
+    void unlink_versions(MDB_txn* txn, uint64_t id);
+    void read_links(MDB_txn* txn, uint64_t id, Row& row);
+    void verify_versions(MDB_txn* txn, const std::set<uint64_t>& records, const std::function<void(std::string)>& bad);
+    void repair_versions(MDB_txn* txn, const std::set<uint64_t>& keep);
+
     // Write-side helpers (inside a write transaction).
     uint32_t ensure_owner(MDB_txn* txn, std::string_view name);
     void journal(MDB_txn* txn, uint8_t op, uint64_t id, uint32_t owner);
@@ -430,6 +459,7 @@ private:
     bool has_batch_keys_ = true;   // false: a read-only open of a schema-1 or 2 store
     bool has_record_meta_ = true;  // false: a read-only open of a schema-1 or 2 store (no times, no metadata)
     bool has_scopes_ = true;       // false: a read-only open of a schema-1 or 2 store (all in the default scope)
+    bool has_versions_ = true;     // false: a read-only open of a schema-1 to 3 store (no supersessions)
 
     // The index and everything derived from the journal, under one lock:
     // searches share it, catch-up takes it exclusively.

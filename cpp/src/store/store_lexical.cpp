@@ -104,7 +104,11 @@ std::vector<Row> StoreImpl::recall_fused(const std::string& owner, const float* 
         throw Error("the store at " + dir_ + " has no lexical index yet: open it writable once to build it");
     std::optional<uint32_t> oid = owner_id(t.get(), owner);
     if (!oid) return {};
-    std::function<bool(uint64_t)> keep = [&](uint64_t id) { return owns(t.get(), *oid, id); };
+    // Only records current for the owner, as the vector ranking (store_versions.cpp).
+    const RecallFilter current = versioned(t.get(), RecallFilter());
+    std::function<bool(uint64_t)> keep = [&](uint64_t id) {
+        return owns(t.get(), *oid, id) && passes(t.get(), *oid, id, current);
+    };
     std::vector<int64_t> also;  // the vector ranking's records, for their BM25 scores
     for (const Row& r : by_vector) also.push_back(static_cast<int64_t>(r.id));
     // Each record is scored against its own scope's statistics (a scope's
@@ -165,7 +169,7 @@ std::vector<Row> StoreImpl::recall_fused(const std::string& owner, const float* 
     size_t nhits = rows.size();
     for (size_t i = 0; i < nhits; ++i) {
         for (uint64_t nb : neighbors_in(t.get(), rows[i].id)) {
-            if (seen.count(nb) || !owns(t.get(), *oid, nb)) continue;
+            if (seen.count(nb) || !keep(nb)) continue;
             Row r;
             if (!read_row(t.get(), nb, r)) continue;
             r.via = Via::edge;

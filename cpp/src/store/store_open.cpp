@@ -78,6 +78,12 @@ StoreImpl::StoreImpl(const std::string& dir, const StoreOptions& o)
         if (!o.readonly) throw;
         has_scopes_ = false;  // a schema-1 or 2 store, read only: every record in the default scope
     }
+    try {
+        db_.versions = open(kVersionsTable);
+    } catch (const Corrupt&) {
+        if (!o.readonly) throw;
+        has_versions_ = false;  // a schema-1 to 3 store, read only: no record superseded
+    }
     items_ = std::make_unique<ItemTable>(*env_);
     settings_ = std::make_unique<SettingsTable>(*env_);
     lexical_ = std::make_unique<LexicalIndex>(*env_, db_.meta, db_.records, o.readonly,

@@ -63,6 +63,8 @@ bool Store::update(const std::string& owner, uint64_t id, std::string_view expec
     return impl_->update(owner, id, expected_text, text, digest, vector, round, metadata);
 }
 std::vector<uint64_t> Store::neighbors(uint64_t id) { return impl_->neighbors(id); }
+std::vector<uint64_t> Store::chain(uint64_t id) { return impl_->chain(id); }
+std::vector<VersionLinks> Store::versions_of(const std::vector<uint64_t>& ids) { return impl_->versions_of(ids); }
 std::vector<uint64_t> Store::owned(const std::string& owner) { return impl_->owned(owner); }
 std::string Store::scope_of(uint64_t id) { return impl_->scope_of(id); }
 std::vector<std::string> Store::scopes_of(const std::vector<uint64_t>& ids) { return impl_->scopes_of(ids); }

@@ -120,6 +120,7 @@ bool StoreImpl::read_row(MDB_txn* txn, uint64_t id, Row& row) {
         more = c.op(key, ov, MDB_NEXT_DUP);
     }
     std::sort(row.owners.begin(), row.owners.end());
+    read_links(txn, id, row);
     return true;
 }
 

@@ -128,7 +128,10 @@ StoreImpl::RecallPlan StoreImpl::plan_recall(MDB_txn* txn, const std::string& ow
 // The plan run on txn's snapshot. Holds index_mu_ shared; the owner's
 // allow-set exists unless the plan is exact.
 std::vector<Row> StoreImpl::recall_planned(MDB_txn* txn, const RecallPlan& plan, const float* q, size_t k, bool expand,
-                                           const RecallFilter& filter, float threshold) {
+                                           const RecallFilter& given, float threshold) {
+    // Invariant: recall shows an owner only records current for it (or, with
+    // as_of, held then), wherever the filter is applied (store_versions.cpp).
+    const RecallFilter filter = versioned(txn, given);
     const uint32_t oid = *plan.oid;
     bool exact = plan.exact;
     std::vector<Hit> hits;

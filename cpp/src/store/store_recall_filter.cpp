@@ -18,6 +18,7 @@ namespace agentsensus {
 // what the filter asks for.
 bool StoreImpl::passes(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& f) {
     if (f.empty()) return true;
+    if (f.checks_versions() && !current_for(txn, oid, id, f)) return false;
     RecallFilter::Inputs in;
     Be64 k(id);
     MDB_val v;
@@ -105,6 +106,7 @@ void StoreImpl::keep_passing(MDB_txn* txn, uint32_t oid, std::vector<uint64_t>& 
     MetadataVerdicts verdicts(f);
     size_t out = 0;
     for (uint64_t id : ids) {
+        if (f.checks_versions() && !current_for(txn, oid, id, f)) continue;
         RecallFilter::Inputs in;
         Be64 k(id);
         if (f.needs_round()) {

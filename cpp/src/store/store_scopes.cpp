@@ -272,8 +272,9 @@ std::vector<Row> StoreImpl::recall_scoped(const std::string& owner, const std::s
 
 // recall_scoped on txn's snapshot. Holds index_mu_ shared.
 std::vector<Row> StoreImpl::recall_scoped_in(MDB_txn* txn, const std::string& owner, const std::string& scope,
-                                             const float* q, size_t k, bool expand, const RecallFilter& filter,
+                                             const float* q, size_t k, bool expand, const RecallFilter& given,
                                              float threshold) {
+    const RecallFilter filter = versioned(txn, given);  // current records only (store_versions.cpp)
     std::optional<uint32_t> oid = owner_id(txn, owner);
     std::optional<uint32_t> sid = scope_id(txn, scope);
     if (!oid || !sid) return {};

@@ -99,6 +99,7 @@ void StoreImpl::add_digest(MDB_txn* txn, uint64_t id, MDB_val digest) {
 }
 
 void StoreImpl::delete_record(MDB_txn* txn, uint64_t id) {
+    unlink_versions(txn, id);  // I21: its chain stays joined around it
     Be64 k(id);
     uint64_t linked = meta_u64(txn, kMetaLinked);
     std::vector<uint64_t> nbs = neighbors_in(txn, id);

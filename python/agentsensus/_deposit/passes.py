@@ -63,7 +63,7 @@ from typing import Any, Generator, Optional, Sequence
 import numpy as np
 
 from ..records import JudgeRequest, Memory
-from .plan import BatchPlanner, Item
+from .plan import BatchPlanner, Item, Verdict
 
 __all__ = ["JudgeCall", "GuessModel", "Passes", "call_judge", "acall_judge"]
 
@@ -128,7 +128,7 @@ class GuessModel:
         # to keep scores.
         self._stale = False
 
-    def learn(self, req: JudgeRequest, verdict: Optional[int]) -> None:
+    def learn(self, req: JudgeRequest, verdict: Verdict) -> None:
         """Notes one answer: the request's best score and whether the judge named that candidate."""
         i = self._next
         self._scores[i] = _score(req.candidates[0])
@@ -190,7 +190,7 @@ class Passes:
 
     def __init__(self, model: Optional[GuessModel] = None) -> None:
         self.model = model if model is not None else GuessModel()
-        self.verdicts: dict[_Key, Optional[int]] = {}
+        self.verdicts: dict[_Key, Verdict] = {}
         # per (item, statement): the candidates last asked about and the verdict, by stable ids
         self.seen: dict[tuple[int, int], tuple[frozenset[_Stable], Optional[_Stable]]] = {}
         # where the next pass starts: the staged state after the items that used only
@@ -204,14 +204,14 @@ class Passes:
         # same state, finishes this item without planning it again (for a
         # single deposit: the judge's call, then the commit, with one begin).
         self._ready: Optional[tuple[Any, Any, list[tuple[bool, Any]]]] = None
-        self._answers: list[Optional[int]] = []
+        self._answers: list[Verdict] = []
         # Cost: every request asked (its key), and those the item-by-item plan rests on
         # and their candidates (the tokens of a prompt)
         self._asked: set[_Key] = set()
         self._own: set[_Key] = set()
         self._asked_cands = self._own_cands = 0
 
-    def plan(self, planner: BatchPlanner, items: Sequence[Item]) -> Generator[JudgeCall, Sequence[Optional[int]], None]:
+    def plan(self, planner: BatchPlanner, items: Sequence[Item]) -> Generator[JudgeCall, Sequence[Verdict], None]:
         """Plans ``items`` on ``planner`` (prepared), yielding each pass's
         judge call and receiving its verdicts; on return the planner holds
         the item-by-item plan."""
@@ -226,7 +226,9 @@ class Passes:
             self._answers = checked
             for req, (where, stable), v in zip(call, asked, checked):
                 self.verdicts[_key(req)] = v
-                pick = None if v is None else stable[[c.id for c in req.candidates].index(v)]
+                # A supersession makes a new record: later passes guess "new" for it.
+                merged = v if isinstance(v, int) else None
+                pick = None if merged is None else stable[[c.id for c in req.candidates].index(merged)]
                 self.seen[where] = (frozenset(stable), pick)
                 self.model.learn(req, v)
         raise AssertionError("planning in passes did not converge")  # the invariant above rules it out
@@ -246,7 +248,7 @@ class Passes:
         in_call: dict[_Key, int] = {}  # a request's index in the call
         sure = True  # every verdict used so far is the judge's
         unsure_from = len(items)
-        verdicts: list[Optional[int]]
+        verdicts: list[Verdict]
         slots: list[tuple[bool, Any]]  # per request: (asked in this call, its index there | the known verdict)
         for n in range(first, len(items)):
             if n - unsure_from >= ahead:

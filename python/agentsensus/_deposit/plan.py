@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -29,12 +29,15 @@ import numpy.typing as npt
 from .. import _core
 from .._store.validation import MAX_OWNERS_PER_RECORD, MAX_STATEMENT_BYTES
 from ..policies import MergePolicy
-from ..records import JudgeRequest, Memory, candidate
+from ..records import JudgeRequest, Memory, Supersedes, candidate
 from .lexical_candidates import Cand, LexicalCandidates, weighed_queries
 
 __all__ = ["Item", "BatchPlanner"]
 
 F32 = npt.NDArray[np.float32]
+# A judge's answer to one request: merge into that id, a new record, or a
+# new record that supersedes that id.
+Verdict = Union[int, None, Supersedes]
 
 
 @dataclass
@@ -345,26 +348,31 @@ class BatchPlanner:
         self,
         pend: _Pending,
         committed: dict[int, tuple[str, tuple[str, ...], int]],
-        verdicts: Sequence[Optional[int]],
+        verdicts: Sequence[Verdict],
     ) -> None:
         """Turns verdicts into the item's commit plan and stages its effects."""
         item = pend.item
         checked = self._checked_verdicts(pend.requests, verdicts)
         targets: list[int] = []
+        supersedes: list[int] = []  # per statement: the record a new one supersedes, or 0
         expected: list[Optional[str]] = []
         kept: list[Optional[str]] = []
         merged: list[bool] = []
         resolved: list[int] = []  # the record each statement ends in (provisional ids for new)
         for i, kind in enumerate(pend.kinds):
             target: Optional[int]
+            older = 0
             if kind[0] == "exact":
                 target = kind[1]
             elif kind[0] == "alias":
                 target = resolved[kind[1]]
             elif kind[0] == "judge":
-                target = checked[kind[1]]
+                verdict = checked[kind[1]]
+                target = None if isinstance(verdict, Supersedes) else verdict
+                older = verdict.id if isinstance(verdict, Supersedes) else 0
             else:
                 target = None
+            supersedes.append(older)
             if target is None:
                 rid = self._create_record(item, i, pend.kept_vectors[i])
                 targets.append(0)
@@ -392,6 +400,7 @@ class BatchPlanner:
                 kept=kept,
                 metadata=item.metadata,
                 scope=item.scope,
+                supersedes=supersedes if any(supersedes) else None,
             )
         )
         self.merged.append(merged)
@@ -399,23 +408,30 @@ class BatchPlanner:
     # -- the steps of finish -----------------------------------------------------
 
     @staticmethod
-    def _checked_verdicts(reqs: list[JudgeRequest], verdicts: Sequence[Optional[int]]) -> list[Optional[int]]:
-        """The judge's verdicts, each None or one of its request's candidates."""
+    def _checked_verdicts(reqs: list[JudgeRequest], verdicts: Sequence[Any]) -> list[Verdict]:
+        """The judge's verdicts, each None, one of its request's candidates,
+        or Supersedes of one."""
         if len(verdicts) != len(reqs):
             raise ValueError(f"judge returned {len(verdicts)} verdicts for {len(reqs)} requests")
-        checked: list[Optional[int]] = []
+        checked: list[Verdict] = []
         for r, (req, v) in enumerate(zip(reqs, verdicts)):
             if v is None:
                 checked.append(None)
                 continue
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"judge verdict {r} must be an int id or None, got {type(v).__name__}")
-            ids = [c.id for c in req.candidates]
-            if int(v) not in ids:
-                raise ValueError(
-                    f"judge returned id {int(v)} for request {r}, which was not among its candidates {ids}"
+            newer = isinstance(v, Supersedes)
+            rid = v.id if newer else v
+            if isinstance(rid, bool) or not isinstance(rid, numbers.Integral):
+                what = "Supersedes id" if newer else "verdict"
+                raise TypeError(
+                    f"judge {what} {r} must be an int id, got {type(rid).__name__}"
+                    + ("" if newer else " (a verdict is an id, Supersedes(id) or None)")
                 )
-            checked.append(int(v))
+            ids = [c.id for c in req.candidates]
+            if int(rid) not in ids:
+                raise ValueError(
+                    f"judge returned id {int(rid)} for request {r}, which was not among its candidates {ids}"
+                )
+            checked.append(Supersedes(int(rid)) if newer else int(rid))
         return checked
 
     def _create_record(self, item: Item, i: int, kept_vector: F32) -> int:

@@ -86,7 +86,8 @@ def _with_fields(engine: Any, owner: str, rows: list[Any]) -> Optional[list[Memo
     round) or went since the fused ranking read it: the caller ranks again,
     so the fields and the ranking describe the same state."""
     out = []
-    for (i, t, o, r, s, v), lex in rows:
+    links = engine.versions_of([row[0][0] for row in rows]) if rows else []
+    for ((i, t, o, r, s, v), lex), (older, newer, until) in zip(rows, links):
         try:
             gi, gt, go, gr, c, u, m = engine.get_meta(i, owner)
         except KeyError:
@@ -105,6 +106,9 @@ def _with_fields(engine: Any, owner: str, rows: list[Any]) -> Optional[list[Memo
                 to_datetime(c),
                 to_datetime(u),
                 lexical_score=float(lex) if v == "hit" else None,
+                supersedes=older,
+                superseded_by=newer,
+                valid_until=until,
             )
         )
     return out

@@ -58,6 +58,7 @@ import numpy as np
 from ..records import Memory
 from .embedder_setting import no_embed_message
 from .record_meta import decode_metadata, encode_where
+from .versions import with_as_of
 from .validation import check_query
 
 
@@ -163,6 +164,7 @@ def own_recall(
     threshold: Optional[float],
     scope: Optional[str],
     lexical: bool,
+    as_of: Optional[int] = None,
 ) -> list[Memory]:
     """``store.recall`` under ``own_words`` (``owner``, ``k``, ``scope`` and
     ``threshold`` checked by it): the owner's ``k`` records whose own
@@ -189,8 +191,10 @@ def own_recall(
     ids = [int(i) for i in engine.owned(owner)]
     if scope is not None:
         ids = [i for i, s in zip(ids, engine.scopes_of(ids)) if s == scope]
-    if spec and ids:
-        # The engine evaluates where on the owner's metadata; k covers every record it owns.
+    spec = with_as_of(spec, as_of)
+    if ids:
+        # The engine evaluates where on the owner's metadata, and keeps the
+        # records current for it (or held at as_of); k covers every record it owns.
         kept = engine.recall_memories(owner, scope, q, len(ids), False, spec, float("-inf"), Memory, decode_metadata)
         passing = {m.id for m in kept}
         ids = [i for i in ids if i in passing]

@@ -17,6 +17,7 @@ import numpy as np
 from ..records import Memory
 from .embedder_setting import no_embed_message
 from .record_meta import decode_metadata, encode_where
+from .versions import with_as_of
 from .scopes import check_scope
 from .validation import check_k, check_owner, check_query
 
@@ -49,6 +50,7 @@ class Store(Protocol):
         threshold: Optional[float] = None,
         lexical: bool = False,
         scope: Optional[str] = None,
+        as_of: Optional[int] = None,
     ) -> list[Memory]: ...
 
 
@@ -89,6 +91,7 @@ def recall_many(
     threshold: Optional[float],
     lexical: bool,
     scope: Optional[str],
+    as_of: Optional[int] = None,
 ) -> list[list[Memory]]:
     """One list of memories per pair, in the pairs' order (Store.recall_many)."""
     engine = store._handles().engine
@@ -100,7 +103,9 @@ def recall_many(
         raise ValueError("recall_many takes no scope with lexical=True")
     if lexical and (where is not None or threshold is not None):
         raise ValueError("recall_many(lexical=True) takes no where= or threshold=")
-    spec = b"" if where is None else encode_where(where)
+    if lexical and as_of is not None:
+        raise ValueError("recall_many takes no as_of with lexical=True")
+    spec = with_as_of(b"" if where is None else encode_where(where), as_of)
     floor = _NO_FLOOR if threshold is None else _check_threshold(threshold)
     if lexical or store.disclosure == "own_words":
         for i, (_, q) in enumerate(pairs):
@@ -109,7 +114,9 @@ def recall_many(
         if not lexical:
             _vectors(store, pairs)  # every query checked before the first recall
         return [
-            store.recall(o, q, k=k, expand=expand, where=where, threshold=threshold, lexical=lexical, scope=sc)
+            store.recall(
+                o, q, k=k, expand=expand, where=where, threshold=threshold, lexical=lexical, scope=sc, as_of=as_of
+            )
             for o, (_, q) in zip(owners, pairs)
         ]
     if not pairs:
