@@ -167,8 +167,8 @@ py::object memory(PyTypeObject* cls, const py::object& decode, const Row& r, Sha
 void bind_memories(py::module_& m) {
     PyDateTime_IMPORT;
     if (!PyDateTimeAPI) throw py::error_already_set();
-    const char* names[kFields] = {"id",         "text",       "owners",        "round",      "score",
-                                  "via",        "metadata",   "created_at",    "updated_at", "lexical_score",
+    const char* names[kFields] = {"id",         "text",          "owners",     "round",      "score",
+                                  "via",        "metadata",      "created_at", "updated_at", "lexical_score",
                                   "supersedes", "superseded_by", "valid_until"};
     for (int i = 0; i < kFields; ++i) field_names[i] = PyUnicode_InternFromString(names[i]);
     const char* vias[3] = {"hit", "edge", ""};

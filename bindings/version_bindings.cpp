@@ -38,8 +38,9 @@ void bind_versions(py::module_& m) {
             }
             py::list out;
             for (const VersionLinks& l : links)
-                out.append(py::make_tuple(id_or_none(l.supersedes), id_or_none(l.superseded_by),
-                                          l.superseded_by ? py::object(py::int_(l.valid_until)) : py::object(py::none())));
+                out.append(
+                    py::make_tuple(id_or_none(l.supersedes), id_or_none(l.superseded_by),
+                                   l.superseded_by ? py::object(py::int_(l.valid_until)) : py::object(py::none())));
             return out;
         },
         py::arg("ids"));

@@ -33,8 +33,8 @@ from ._store.recall_many import recall_many
 from ._store.record_history import history_of
 from ._store.record_meta import decode_metadata, encode_where, metadata_per_statement, to_datetime
 from ._store.scopes import DEFAULT_SCOPE, check_scope
-from ._store.versions import links_of, supersession_events, with_as_of
 from ._store.validation import check_k, check_owner, check_query, check_round, check_statements, check_vectors
+from ._store.versions import links_of, supersession_events, with_as_of
 from .errors import ContentionError, CorruptStoreError, Error
 from .io.leftovers import remove_abandoned_imports
 from .policies import MergePolicy, resolve

@@ -98,10 +98,10 @@ public:
         if (s_.has_batch_keys_) verify_batch_keys(t_, db_.batch_keys, next_id_, [&](std::string m) { bad(m); });
         s_.items_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I15
         s_.verify_record_meta(t_, records_,
-                              [&](std::string m) { bad(std::move(m)); });    // I16, I17 (store_store_record_meta.cpp)
+                              [&](std::string m) { bad(std::move(m)); });  // I16, I17 (store_store_record_meta.cpp)
         s_.verify_versions(t_, records_, [&](std::string m) { bad(std::move(m)); });  // I21 (store_versions.cpp)
-        s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });  // I18
-        if (digest_) text_digests();                                         // I19
+        s_.lexical_->verify(t_, [&](std::string m) { bad(std::move(m)); });           // I18
+        if (digest_) text_digests();                                                  // I19
         return std::move(out_);
     }
 

@@ -57,8 +57,8 @@ RecallFilter RecallFilter::decode(std::string_view spec) {
         }
         if (c.field == kAsOf) {
             const JsonValue& r0 = c.values[0];
-            if (f.has_as_of_ || c.op != kEq || r0.kind != JsonValue::kNumber || !(r0.num >= 0) || r0.num > 4294967295.0 ||
-                r0.num != static_cast<double>(static_cast<uint32_t>(r0.num)))
+            if (f.has_as_of_ || c.op != kEq || r0.kind != JsonValue::kNumber || !(r0.num >= 0) ||
+                r0.num > 4294967295.0 || r0.num != static_cast<double>(static_cast<uint32_t>(r0.num)))
                 throw bad();
             f.has_as_of_ = true;
             f.as_of_ = static_cast<uint32_t>(r0.num);

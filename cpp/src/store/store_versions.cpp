@@ -66,7 +66,8 @@ void StoreImpl::supersede(MDB_txn* txn, uint64_t old_id, uint64_t new_id) {
     uint64_t last = old_id;
     Links l = links_of(txn, last);
     for (size_t steps = 0; l.superseded_by != 0; ++steps) {
-        if (steps > kMaxChainSteps) throw Corrupt("the chain of versions of record " + std::to_string(old_id) + " loops");
+        if (steps > kMaxChainSteps)
+            throw Corrupt("the chain of versions of record " + std::to_string(old_id) + " loops");
         last = l.superseded_by;
         l = links_of(txn, last);
     }
@@ -174,7 +175,8 @@ std::vector<uint64_t> StoreImpl::chain(uint64_t id) {
     std::vector<uint64_t> out{first};
     for (uint64_t next = links_of(t.get(), first).superseded_by; next != 0;
          next = links_of(t.get(), next).superseded_by) {
-        if (out.size() > kMaxChainSteps) throw Corrupt("the chain of versions of record " + std::to_string(id) + " loops");
+        if (out.size() > kMaxChainSteps)
+            throw Corrupt("the chain of versions of record " + std::to_string(id) + " loops");
         out.push_back(next);
     }
     return out;
@@ -217,14 +219,19 @@ void StoreImpl::verify_versions(MDB_txn* txn, const std::set<uint64_t>& records,
         if (l.supersedes == 0 && l.superseded_by == 0) bad(who + " hold no link");
         if (l.supersedes != 0) {
             if (l.supersedes >= id) bad(who + " name a newer record as the one it supersedes");
-            if (!records.count(l.supersedes)) bad(who + " name a deleted record as the one it supersedes");
-            else if (links_of(txn, l.supersedes).superseded_by != id) bad(who + ": its predecessor does not link back");
-            else if (record_scope(txn, l.supersedes) != record_scope(txn, id)) bad(who + " cross scopes");
+            if (!records.count(l.supersedes))
+                bad(who + " name a deleted record as the one it supersedes");
+            else if (links_of(txn, l.supersedes).superseded_by != id)
+                bad(who + ": its predecessor does not link back");
+            else if (record_scope(txn, l.supersedes) != record_scope(txn, id))
+                bad(who + " cross scopes");
         }
         if (l.superseded_by != 0) {
             if (l.superseded_by <= id) bad(who + " name an older record as its successor");
-            if (!records.count(l.superseded_by)) bad(who + " name a deleted record as its successor");
-            else if (links_of(txn, l.superseded_by).supersedes != id) bad(who + ": its successor does not link back");
+            if (!records.count(l.superseded_by))
+                bad(who + " name a deleted record as its successor");
+            else if (links_of(txn, l.superseded_by).supersedes != id)
+                bad(who + ": its successor does not link back");
         }
     }
 }

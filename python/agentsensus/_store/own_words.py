@@ -58,8 +58,8 @@ import numpy as np
 from ..records import Memory
 from .embedder_setting import no_embed_message
 from .record_meta import decode_metadata, encode_where
-from .versions import with_as_of
 from .validation import check_query
+from .versions import with_as_of
 
 
 class Store(Protocol):

@@ -17,9 +17,9 @@ import numpy as np
 from ..records import Memory
 from .embedder_setting import no_embed_message
 from .record_meta import decode_metadata, encode_where
-from .versions import with_as_of
 from .scopes import check_scope
 from .validation import check_k, check_owner, check_query
+from .versions import with_as_of
 
 __all__ = ["recall_many"]
 
