@@ -231,10 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     mode = _mode(argv)
     if mode is not None:
-        import importlib
+        # Its own process: each sets its BLAS threads before numpy loads.
+        import subprocess
 
-        run: Callable[[list[str]], int] = importlib.import_module(mode[0]).main
-        return run(mode[1])
+        return subprocess.call([sys.executable, os.path.join(HERE, mode[0] + ".py"), *mode[1]])
     if argv[:1] == ["--limits"]:
         sys.exit(f"compare.py: --limits takes one of {', '.join(f.split()[1] for f in MODES if ' ' in f)}")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -5,14 +5,15 @@ that owner's vectors held in one contiguous float32 array (``vecs @ q``,
 them ordered). The scan is the least work an exact answer can cost from
 Python; the goal is the engine at most 1.0x it for owners up to 10%.
 
-    python bench/compare.py --limits small-owners [--sizes 10000,100000] [--queries 400]
+    python bench/compare.py --limits small-owners [--sizes 10000,100000] [--queries 1000]
     python bench/small_owners.py ...            # the same
 
 Stores are the cached corpus stores of scale_stores.py (the clustered
 corpus of datasets.py, dim 384); the owners are the side-by-side corpus's
 (``milli`` 0.1%, ``a7`` 1%, ``tenth`` 10%). Queries are perturbed records.
-Every call is timed alone (perf_counter), the ways interleaved query by
-query, after an untimed warm-up; medians in microseconds.
+Every call is timed alone (perf_counter), single-threaded (BLAS too), the
+ways interleaved call by call, each on another query than the others at
+that step, after an untimed warm-up; medians in microseconds.
 
 Where the time goes, per owner: ``expand=False`` (no affiliation hop: the
 scan has none), ``engine.recall_memories`` called directly (the Python
@@ -33,8 +34,12 @@ import tempfile
 import time
 from typing import Any, Callable
 
-import datasets
-import numpy as np
+# Single-threaded BLAS: the scan and the searches are timed one thread per
+# query, as the engine answers one; set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import datasets  # noqa: E402
+import numpy as np  # noqa: E402
 from agentsensus import Memory, Store, judges
 from agentsensus._store.record_meta import decode_metadata
 from scale_stores import corpus_store
@@ -90,11 +95,15 @@ def measure(n: int, queries: int, workdir: str) -> list[dict[str, Any]]:
             }
             got: dict[str, list[float]] = {w: [] for w in ways}
             names = list(ways)
-            for i, q in enumerate(qs):
-                for w in names[i % len(names) :] + names[: i % len(names)]:  # rotate the order
-                    dt = _time(lambda: ways[w](q))
-                    if i:
-                        got[w].append(dt)
+            for w in names:  # warm-up, untimed
+                ways[w](qs[0])
+            m = len(qs) - 1
+            stride = max(1, m // len(names))
+            for i in range(m):
+                for j, w in enumerate(names):
+                    # each way on another query than the others at this step
+                    q = qs[1 + (i + j * stride) % m]
+                    got[w].append(_time(lambda: ways[w](q)))
             # the engine's answer is the exact one (it scans these owners)
             if owner != SOLO:
                 hits = [datasets.corpus_index(m.text) for m in s.recall(owner, qs[1], k=K, expand=False)]
@@ -127,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     """Measures and prints the table; returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated store sizes (records)")
-    ap.add_argument("--queries", type=int, default=400, help="timed queries per owner")
+    ap.add_argument("--queries", type=int, default=1000, help="timed queries per owner")
     args = ap.parse_args(argv)
     try:
         sizes = [int(x) for x in args.sizes.split(",") if x]
