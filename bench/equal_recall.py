@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -229,7 +230,10 @@ def measure(n: int, queries: int, libs: list[str], work: str) -> dict[str, Any]:
         for w in names:  # warm-up, untimed, on a query none is timed on
             ways[w](qs[0])
         for i in range(m):
-            for j, w in enumerate(names):
+            # in a seeded random order, so that no way always follows the same
+            # other (whose data the caches would hold)
+            for j in random.Random(i).sample(range(len(names)), len(names)):
+                w = names[j]
                 # Each way on another query than the others at this step: a
                 # search is not timed right after another of the same query,
                 # whose path the caches would still hold.

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -100,7 +101,10 @@ def measure(n: int, queries: int, workdir: str) -> list[dict[str, Any]]:
             m = len(qs) - 1
             stride = max(1, m // len(names))
             for i in range(m):
-                for j, w in enumerate(names):
+                # in a seeded random order, so that no way always follows the same
+                # other (whose data the caches would hold)
+                for j in random.Random(i).sample(range(len(names)), len(names)):
+                    w = names[j]
                     # each way on another query than the others at this step
                     q = qs[1 + (i + j * stride) % m]
                     got[w].append(_time(lambda: ways[w](q)))
