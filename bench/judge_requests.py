@@ -184,16 +184,17 @@ def telling(f: Fact, rng: random.Random, avoid: Optional[tuple[int, ...]] = None
     return text[0].upper() + text[1:], choice
 
 
-def make_stream(facts: int, seed: int) -> list[tuple[str, str, int]]:
-    """(agent, text, fact) for every telling, each fact's first telling first."""
+def make_stream(facts: int, seed: int, agents: int = 20) -> list[tuple[str, str, int]]:
+    """(agent, text, fact) for every telling, each fact's first telling
+    first; two different agents of ``agents`` tell each fact."""
     rng = random.Random(seed)
     fs = make_facts(facts, rng)
     first, second = [], []
     for i, f in enumerate(fs):
         t1, c1 = telling(f, rng)
         t2, _ = telling(f, rng, c1)
-        a1 = rng.randrange(20)
-        a2 = (a1 + 1 + rng.randrange(19)) % 20
+        a1 = rng.randrange(agents)
+        a2 = (a1 + 1 + rng.randrange(agents - 1)) % agents
         first.append((f"agent{a1}", t1, i))
         second.append((f"agent{a2}", t2, i))
     # shuffle, keeping each fact's first telling before its second
