@@ -299,7 +299,9 @@ def main() -> None:
     rate = {m: len(stream) / statistics.median(r.cpu for r in single[m]) for m in modes}
     wall = {m: len(stream) / statistics.median(r.wall for r in single[m]) for m in modes}
     print(f"stream: {a.facts} facts told twice ({len(stream)} statements, {restated} restatements), seed {a.seed}")
-    print(f"embedder: {a.embedder} ({vecs.shape[1]}-d); judge: counting oracle; sync=False; batch {a.batch}; options {opts or 'default'}")
+    print(
+        f"embedder: {a.embedder} ({vecs.shape[1]}-d); judge: counting oracle; sync=False; batch {a.batch}; options {opts or 'default'}"
+    )
     print()
     head = f"{'mode':8s} {'requests':>8s} {'req/restated':>12s} {'cands/req':>9s} {'records/facts':>13s}"
     head += f" {'stmt/s cpu':>10s} {'stmt/s wall':>11s}"

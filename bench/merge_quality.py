@@ -180,7 +180,13 @@ class Run:
 
 
 def deposit_all(
-    path: str, world: list[Statement], vecs: np.ndarray, candidates: int, lexical: int, min_sim: float
+    path: str,
+    world: list[Statement],
+    vecs: np.ndarray,
+    candidates: int,
+    lexical: int,
+    min_sim: float,
+    floor: Optional[float] = None,
 ) -> Run:
     """Deposits the world one statement at a time with the oracle judge."""
     record_event: dict[int, int] = {}
@@ -200,6 +206,7 @@ def deposit_all(
     with Store(
         path, dim=vecs.shape[1], judge=oracle, candidates=candidates, lexical_candidates=lexical,
         min_similarity=min_sim, sync=False, exact_cutoff=1 << 17,
+        **({} if floor is None else {"lexical_floor": floor}),
     ) as s:  # fmt: skip
         t0, c0 = time.perf_counter(), time.process_time()
         for st, v in zip(world, vecs):
@@ -274,6 +281,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--pairs", type=int, default=300, help="witness pairs for the recall comparison")
     p.add_argument("--quick", action="store_true", help="60 speeches, one repeat, 50 pairs")
+    p.add_argument("--lexical-floor", type=float, default=None, help="Store(lexical_floor=...); default: the store's")
     p.add_argument("--cache", default="", help="keep the vectors in CACHE.<digest>.npy for the next run")
     a = p.parse_args()
     if a.quick:
@@ -305,7 +313,8 @@ def main() -> None:
             # last (a shared machine's load drifts within a repeat).
             for m in names[rep % len(names) :] + names[: rep % len(names)]:
                 k, lex = modes[m]
-                runs[m].append(deposit_all(os.path.join(d, f"{m}{rep}"), world, vecs, k, lex, a.min_similarity))
+                path = os.path.join(d, f"{m}{rep}")
+                runs[m].append(deposit_all(path, world, vecs, k, lex, a.min_similarity, a.lexical_floor))
         print(f"\n{'mode':8} {'records':>8} {'vs facts':>10} {'missed':>7} {'deposits/s':>11} {'per cpu-s':>10}")
         rate, per_cpu = {}, {}
         for m, rs in runs.items():

@@ -3,10 +3,9 @@
 ``Memory`` read by id carries, and a record's chain of versions
 (``Store.chain``) and its supersession events (``Store.history``).
 
-The engine keeps the chains and decides what is current for an owner
-(cpp/src/store/store_versions.cpp): a record is superseded for an owner once
-that owner holds a later record of its chain, from the round it came to hold
-it. ``as_of=R`` asks for what the owner held at round R: the records it held
+The engine keeps the chains and decides what is current for an owner: a
+record is superseded for an owner once that owner holds a later record of its
+chain, from the round it came to hold it. ``as_of=R`` asks for what the owner held at round R: the records it held
 by then that no later record it held by then superseded.
 """
 
