@@ -49,6 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Optional
 from dataclasses import dataclass
 
 import numpy as np
