@@ -49,8 +49,8 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Optional
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 from agentsensus import Store
