@@ -156,7 +156,7 @@ def test_a_format_2_export_imports_without_statements(tmp_path):
     with Store(src, dim=16) as s:
         rid = three_owners(s)
         lines = exported(s).splitlines()
-    old = [lines[0].replace('"format": 4', '"format": 2')] + lines[1:]
+    old = [lines[0].replace('"format": 5', '"format": 2')] + lines[1:]
     import_jsonl(io.StringIO("\n".join(old)), dst)
     with Store(dst) as s:
         assert s._handles().engine.said(rid)[1] == []

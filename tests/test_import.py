@@ -121,7 +121,7 @@ def lines_of(path: str) -> list[str]:
     "damage, message",
     [
         (lambda ls: ls[:2] + ["{not json\n"] + ls[2:], "line 3: not JSON"),
-        (lambda ls: [ls[0].replace('"format": 4', '"format": 1')] + ls[1:], "format 1 has no vectors"),
+        (lambda ls: [ls[0].replace('"format": 5', '"format": 1')] + ls[1:], "format 1 has no vectors"),
         (lambda ls: ls[:3] + [ls[4], ls[3]] + ls[5:], "line 5: record 3 comes after record 6: ids must ascend"),
         (lambda ls: [l.replace('"edges": [2, 3]', '"edges": [3]') for l in ls], "does not list it back"),
         (lambda ls: [l.replace('"vector": "', '"vector": "AAAA') for l in ls], "'vector' holds"),

@@ -226,7 +226,7 @@ def test_a_record_without_statements_shows_only_to_a_sole_owner(tmp_path):
         out = io.StringIO()
         export_jsonl(s, out)
     lines = out.getvalue().splitlines()
-    import_jsonl(io.StringIO("\n".join([lines[0].replace('"format": 4', '"format": 2')] + lines[1:])), dst)
+    import_jsonl(io.StringIO("\n".join([lines[0].replace('"format": 5', '"format": 2')] + lines[1:])), dst)
     with open_store(dst, disclosure="own_words") as s:
         assert s._handles().engine.said(alone)[1] == []  # as a store of schema 1 wrote it
         assert [(m.id, m.text) for m in s.recall("alice", unit(1), k=5)] == [(alone, "Alice saw event 3")]

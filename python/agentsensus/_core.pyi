@@ -39,7 +39,8 @@ class CommitPlan:
     """One deposit's plan for ``Engine.commit`` (cpp/include/agentsensus/rows.hpp):
     per statement its text, digest, vector row, target (0 new, > 0 a
     record, < 0 the commit's new record -target), and for a merge the text
-    the policy saw (``expected``) and the text after (``kept``)."""
+    the policy saw (``expected``) and the text after (``kept``); for a new
+    record, the record it supersedes (``supersedes``, as targets; 0 none)."""
 
     def __init__(
         self,
@@ -54,6 +55,7 @@ class CommitPlan:
         kept: list[Optional[str]],
         metadata: Optional[list[Optional[str]]] = None,
         scope: str = "",
+        supersedes: Optional[list[int]] = None,
     ) -> None: ...
     @property
     def owner(self) -> str: ...
@@ -65,6 +67,8 @@ class CommitPlan:
     def texts(self) -> list[str]: ...
     @property
     def targets(self) -> list[int]: ...
+    @property
+    def supersedes(self) -> list[int]: ...
 
 class Metric(enum.Enum):
     """The similarity a store compares vectors with (cpp/src/index/similarity.hpp)."""
@@ -234,6 +238,10 @@ class Engine:
         """[(row, lexical score)]: recall with the vector and lexical rankings fused."""
     def get(self, id: int, /) -> _Row: ...
     def neighbors(self, id: int, /) -> list[int]: ...
+    def chain(self, id: int) -> list[int]:
+        """The chain of versions ``id`` belongs to, oldest first."""
+    def versions_of(self, ids: list[int]) -> list[tuple[Optional[int], Optional[int], Optional[int]]]:
+        """Per id: (supersedes, superseded_by, valid_until), None for no link."""
     def owned(self, owner: str, /) -> list[int]: ...
     def forget(
         self,
@@ -270,10 +278,12 @@ class Engine:
         merges: list[tuple[int, int, str, str, str, int]],
         counters: Optional[tuple[int, int, int]],
         scopes: Optional[list[str]] = None,
+        supersedes: Optional[list[int]] = None,
     ) -> None:
         """Import: one write transaction of rows with their ids (ascending,
         after every existing one), merges with their seqs, and optionally the
-        (next_id, next_merge, deposits) counters."""
+        (next_id, next_merge, deposits) counters, each row's scope and the
+        record it supersedes (0 none)."""
     def counters(self) -> tuple[int, int, int]:
         """(next_id, next_merge, deposits)."""
     def owner_names(self) -> list[str]:

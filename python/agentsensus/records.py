@@ -122,7 +122,11 @@ class Change:
     ``"ADD"`` (``owner`` made the record with text ``new``), ``"UPDATE"``
     (the record's text went from ``old`` to ``new``, by ``owner``'s merge or
     update) or ``"MERGE"`` (``owner``'s statement merged in; the text stayed
-    ``new``). ``at`` is known for the ``"ADD"`` of records the store timed;
+    ``new``), and the record's links in its chain of versions:
+    ``"SUPERSEDES"`` (``old`` the text of the record it superseded, ``new``
+    its own) and ``"SUPERSEDED"`` (``old`` its text, ``new`` that of the
+    record that superseded it), each with the newer record's maker and
+    round. ``at`` is known for the ``"ADD"`` of records the store timed;
     the merge log, which the rest is read from, keeps no times."""
 
     event: str

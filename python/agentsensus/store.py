@@ -797,9 +797,14 @@ class Store:
         """Every record, in id order (a consistent snapshot per page of 1024)."""
         after = 0
         while True:
-            page = self._handles().engine.records_meta(after, 1024)
-            for i, t, o, r, c, u in page:
-                yield Memory(i, t, frozenset(o), r, None, "", None, to_datetime(c), to_datetime(u))
+            engine = self._handles().engine
+            page = engine.records_meta(after, 1024)
+            links = engine.versions_of([row[0] for row in page]) if page else []
+            for (i, t, o, r, c, u), (older, newer, until) in zip(page, links):
+                yield Memory(
+                    i, t, frozenset(o), r, None, "", None, to_datetime(c), to_datetime(u),
+                    supersedes=older, superseded_by=newer, valid_until=until,
+                )  # fmt: skip
                 after = i
             if len(page) < 1024:
                 return

@@ -6,7 +6,10 @@ Run ``python fake_openai.py``: it binds 127.0.0.1 on a free port, prints
 - ``POST /v1/chat/completions``: a judge prompt (the user message is JSON with
   ``requests``) is answered by a toy model that calls two texts the same fact
   when they have the same set of words, ignoring case, punctuation, order and
-  the articles; any other prompt gets a "say" action for the simulation.
+  the articles, and, when the system prompt asks for "supersedes", says a
+  statement with the word "moved" supersedes a candidate that is not the same
+  fact and starts with the same word; any other prompt gets a "say" action for
+  the simulation.
 - ``POST /v1/embeddings``: deterministic hashed bag-of-words vectors
   (``dimensions`` or 32 of them), as floats or base64 like the real API.
 
@@ -90,12 +93,23 @@ def fact_key(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.casefold()) if w not in _ARTICLES)
 
 
-def judge_answer(payload: dict[str, Any]) -> str:
+def moved_from(statement: str, candidates: list[dict[str, Any]]) -> Any:
+    """The toy model's supersession: the first candidate a "moved" statement replaces (same first word), or None."""
+    words = _WORD.findall(statement.casefold())
+    if "moved" not in words:
+        return None
+    return next((c["id"] for c in candidates if _WORD.findall(c["text"].casefold())[:1] == words[:1]), None)
+
+
+def judge_answer(payload: dict[str, Any], supersedes: bool = False) -> str:
     verdicts = []
     for req in payload["requests"]:
         key = fact_key(req["statement"])
         match = next((c["id"] for c in req["candidates"] if fact_key(c["text"]) == key), None)
-        verdicts.append({"request": req["request"], "match": match})
+        verdict = {"request": req["request"], "match": match}
+        if supersedes:
+            verdict["supersedes"] = None if match is not None else moved_from(req["statement"], req["candidates"])
+        verdicts.append(verdict)
     return json.dumps({"verdicts": verdicts})
 
 
@@ -106,7 +120,8 @@ def chat_answer(body: dict[str, Any]) -> str:
     except ValueError:
         payload = None
     if isinstance(payload, dict) and "requests" in payload:
-        return judge_answer(payload)
+        system = body["messages"][0].get("content") or ""
+        return judge_answer(payload, supersedes='"supersedes"' in system)
     m = next((re.match(r"You are ([^,.]+)[,.]", x.get("content") or "") for x in body["messages"]), None)
     who = m.group(1) if m else "Someone"
     return json.dumps({"action": "say", "text": f"{who} says the fake model is listening."})

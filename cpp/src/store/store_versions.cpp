@@ -237,11 +237,11 @@ void StoreImpl::verify_versions(MDB_txn* txn, const std::set<uint64_t>& records,
 }
 
 // repair: rows of records it did not keep go, and each kept record's links
-// are rebuilt from what supersedes says, skipping the records gone (a chain
-// stays joined around them).
+// are rebuilt from what either side of a link says (a link one side lost
+// is mended), skipping the records gone (a chain stays joined around them).
 void StoreImpl::repair_versions(MDB_txn* txn, const std::set<uint64_t>& keep) {
     if (!has_versions_) return;
-    std::vector<std::pair<uint64_t, Links>> rows;
+    std::map<uint64_t, Links> by_id;
     {
         Cursor c(txn, db_.versions);
         MDB_val k, v;
@@ -250,18 +250,23 @@ void StoreImpl::repair_versions(MDB_txn* txn, const std::set<uint64_t>& keep) {
             Links l;
             std::memcpy(&l.supersedes, v.mv_data, 8);
             std::memcpy(&l.superseded_by, static_cast<const char*>(v.mv_data) + 8, 8);
-            rows.emplace_back(read_be64(k.mv_data), l);
+            by_id[read_be64(k.mv_data)] = l;
         }
     }
+    // Each record's predecessor as either side says it (its own row first).
+    std::map<uint64_t, uint64_t> pred;
+    for (const auto& [id, l] : by_id)
+        if (l.superseded_by > id && !pred.count(l.superseded_by)) pred[l.superseded_by] = id;
+    for (const auto& [id, l] : by_id)
+        if (l.supersedes != 0 && l.supersedes < id) pred[id] = l.supersedes;
     std::map<uint64_t, uint64_t> prev;  // kept record -> the kept record it supersedes
-    std::map<uint64_t, Links> by_id(rows.begin(), rows.end());
-    for (const auto& [id, l] : rows) {
+    for (const auto& [id, p0] : pred) {
         if (!keep.count(id)) continue;
-        // Walk back over records not kept (or whose rows are gone).
-        uint64_t p = l.supersedes;
+        // Walk back over records not kept.
+        uint64_t p = p0;
         for (size_t steps = 0; p != 0 && !keep.count(p) && steps <= kMaxChainSteps; ++steps) {
-            auto it = by_id.find(p);
-            p = (it == by_id.end() || it->second.supersedes >= p) ? 0 : it->second.supersedes;
+            auto it = pred.find(p);
+            p = (it == pred.end() || it->second >= p) ? 0 : it->second;
         }
         if (p != 0 && keep.count(p) && p < id && record_scope(txn, p) == record_scope(txn, id)) prev[id] = p;
     }

@@ -17,7 +17,8 @@ One JSON object per line, each with a ``"type"``, in this order:
   when the store has them, ``created_at``/``updated_at`` (microseconds since
   the epoch) and ``metadata`` (owner name -> that owner's metadata object),
   and ``scope`` (its scope's name; left out for the default scope ``""``),
-  one per record in id order;
+  and ``supersedes`` (the id of the record it superseded in its chain of
+  versions; left out when none), one per record in id order;
 - ``merge``: ``seq``, ``survivor``, ``kept``, ``discarded``, ``owner``,
   ``round``, the merge log oldest first;
 - (the ``store`` line also holds ``embedder``, the name of the embedder
@@ -54,9 +55,9 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "Exported", "export_rows", "export_jsonl"]
 
 #: The version of the line format above. Format 1 (no vectors, digests or
-#: version inputs) could not be imported; formats 2 (no ``said``) and 3
-#: (none of this stage's side tables: no ``item`` lines) still are.
-FORMAT = 4
+#: version inputs) could not be imported; formats 2 (no ``said``), 3 (no
+#: side tables: no ``item`` lines) and 4 (no ``supersedes``) still are.
+FORMAT = 5
 
 _PAGE = 1024
 
@@ -109,8 +110,15 @@ def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
             return
         # Times and metadata (side tables): at most one row per record of this page.
         meta = {m[0]: m for m in engine.meta_dump(after, _PAGE) if m[0] <= rows[-1][0]}
-        scopes = engine.scopes_of([r[0] for r in rows])  # a record's scope never changes: any snapshot agrees
-        for (rid, text, owners, rnd, deposit, edges, digests, said), vec, scope in zip(rows, vectors, scopes):
+        ids = [r[0] for r in rows]
+        scopes = engine.scopes_of(ids)  # a record's scope never changes: any snapshot agrees
+        # A record's predecessor is made before it and never changes while
+        # both live; a forget between pages joins the chain around the record
+        # gone, and the import checks the result (I21).
+        older = [links[0] for links in engine.versions_of(ids)]
+        for (rid, text, owners, rnd, deposit, edges, digests, said), vec, scope, prev in zip(
+            rows, vectors, scopes, older
+        ):
             yield {
                 "type": "record",
                 "id": rid,
@@ -133,6 +141,7 @@ def _record_rows(store: "Store") -> Iterator[dict[str, Any]]:
                 ],
                 **_record_meta_fields(meta.get(rid)),
                 **({"scope": scope} if scope else {}),
+                **({"supersedes": prev} if prev else {}),
             }
         after = rows[-1][0]
 

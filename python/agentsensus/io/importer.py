@@ -129,6 +129,7 @@ class _Loader:
         self.format: int = header["format"]
         self.rows: list[tuple[Any, ...]] = []
         self.scopes: list[str] = []  # per row, its scope ("" the default; format 4 names others)
+        self.supersedes: list[int] = []  # per row, the record it superseded (0 none; format 5)
         self.vectors: list[np.ndarray] = []
         self.merges: list[tuple[Any, ...]] = []
         self.meta: list[tuple[Any, ...]] = []  # (id, created, updated, [(owner, json)]) of the batch's records
@@ -148,7 +149,9 @@ class _Loader:
             return
         vectors = np.stack(self.vectors) if self.vectors else np.zeros((0, self.dim), np.float32)
         try:
-            self.engine.load(self.agents, self.rows, vectors, self.merges, None, scopes=self.scopes)
+            self.engine.load(
+                self.agents, self.rows, vectors, self.merges, None, scopes=self.scopes, supersedes=self.supersedes
+            )
             if self.meta:
                 self.engine.load_meta(self.meta)  # after its records, which it names
         except (ValueError, KeyError) as e:
@@ -157,7 +160,7 @@ class _Loader:
         self.first_line = None
         self.counts["record"] += len(self.rows)
         self.counts["merge"] += len(self.merges)
-        self.rows, self.vectors, self.merges, self.meta, self.scopes = [], [], [], [], []
+        self.rows, self.vectors, self.merges, self.meta, self.scopes, self.supersedes = [], [], [], [], [], []
         if self.progress:
             self.progress(self.counts["record"], self.total)
 
@@ -209,7 +212,11 @@ class _Loader:
                 raise _Bad(str(e)) from None
         text = _get(row, "text", str)
         self._check_digests(rid, scope, digests, [text, *(st[3] for st in said)])
+        prev = _uint(row, "supersedes") if "supersedes" in row else 0
+        if prev and prev >= rid:
+            raise _Bad(f"record {rid} supersedes record {prev}, which is not older")
         self.scopes.append(scope)
+        self.supersedes.append(prev)
         self.rows.append(
             (rid, text, owners, _uint(row, "round", 0xFFFFFFFF), _uint(row, "deposit"), edges, digests, said)
         )
@@ -398,9 +405,9 @@ def _load(lines: Iterable[str], tmp: str, batch: int, progress: Optional[Callabl
     if header["type"] != "store":
         raise ValueError('line 1: the first line must be the "store" line')
     fmt = header.get("format")
-    if fmt not in (2, 3, FORMAT) or isinstance(fmt, bool):
+    if fmt not in (2, 3, 4, FORMAT) or isinstance(fmt, bool):
         raise ValueError(
-            f"line 1: export format {fmt!r}; this version imports formats 2, 3 and {FORMAT} "
+            f"line 1: export format {fmt!r}; this version imports formats 2, 3, 4 and {FORMAT} "
             f"(format 1 has no vectors: export the store again with this version)"
         )
     try:

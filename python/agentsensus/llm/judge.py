@@ -12,9 +12,14 @@ Ophelia") is read from its reporter.
 
 The model must answer with one JSON object, ``{"verdicts": [{"request": 0,
 "match": 12}, ...]}``, one verdict per request, each ``match`` either
-``null`` or the id of one of that request's candidates. Anything else (not
-JSON, a verdict missing, an id that was not offered, a refusal) is a
-malformed answer: it never merges anything. The judge asks again, and after
+``null`` or the id of one of that request's candidates. With
+``supersedes=True`` the model is also asked whether the statement is a newer
+state of a candidate's subject ("Alice moved to Berlin" after "Alice lives
+in Paris"): a verdict may then carry ``"supersedes": id`` (``match`` null or
+left out), answered as ``Supersedes(id)``; a verdict without it still reads
+as before. Anything else (not JSON, a verdict missing, an id that was not
+offered, both a match and a supersession, a refusal) is a malformed answer:
+it never merges or supersedes anything. The judge asks again, and after
 ``answer_retries`` more tries answers "no match" for that prompt's requests.
 
 Endpoint failures never merge either. The client retries a transient failure
@@ -41,7 +46,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Generator, Mapping, Optional, Sequence, Union
 
-from ..records import JudgeRequest, Memory
+from ..records import JudgeRequest, Memory, Supersedes
 from .client import LLMClient, Reply, endpoint_error, too_large
 
 __all__ = [
@@ -50,6 +55,8 @@ __all__ = [
     "MalformedAnswer",
     "llm",
     "build_messages",
+    "SYSTEM_PROMPT",
+    "SUPERSEDES_PROMPT",
     "parse_verdicts",
     "estimate_tokens",
     "DEFAULT_BUDGET",
@@ -60,26 +67,55 @@ log = logging.getLogger(__name__)
 #: Tokens a judge prompt may take by default: far below any 128k context, and a batch is never one huge prompt.
 DEFAULT_BUDGET = 24_000
 
-SYSTEM_PROMPT = """\
+_SAME_FACT = """\
 You maintain a memory shared by many agents. Each request gives a new \
 statement and candidate records already in memory. Decide, for each request, \
 whether one candidate states the same fact as the statement: the same event \
 or state of the world, possibly in other words or from another witness. \
 Related, partly overlapping, or more or less specific facts are not the same \
-fact; neither are facts that differ in who, what, where or when.
+fact; neither are facts that differ in who, what, where or when."""
 
+_REPORTERS = """\
 "reported_by" says who reports a text. Read first-person words from the \
 reporter: "I", "me" and "my" are the reporter, "you" is whom the reporter \
 addresses. "I told Ophelia" reported by Hamlet is the same fact as "Hamlet \
 told me" reported by Ophelia, and not the same as "I told Ophelia" reported \
 by Polonius. A candidate with several reporters was worded by one of them: \
 if its meaning depends on which one, it is not a match. A candidate without \
-"reported_by" has an unknown reporter.
+"reported_by" has an unknown reporter."""
 
+_ANSWER = """\
 Answer with one JSON object and nothing else:
 {"verdicts": [{"request": 0, "match": 12}, {"request": 1, "match": null}]}
 Give exactly one verdict per request, in order. "match" is the id of the \
 candidate that states the same fact, or null when none does."""
+
+_CHANGES = """\
+A statement may instead report a newer state of the same subject as one \
+candidate, one that replaces it: "Alice moved to Berlin" after "Alice lives \
+in Paris", a death, a changed or cancelled plan, a corrected number. The \
+candidate was true but is no longer current: the statement supersedes it. \
+Only the same subject is replaced. Two different people each moving are two \
+facts and neither supersedes the other: "Bob moved to Rome" does not \
+supersede "Alice moved to Berlin". A statement that repeats a candidate, \
+adds detail to it, or is only related to it supersedes nothing. Read \
+first-person words from the reporter here too."""
+
+_ANSWER_CHANGES = """\
+Answer with one JSON object and nothing else:
+{"verdicts": [{"request": 0, "match": 12, "supersedes": null}, \
+{"request": 1, "match": null, "supersedes": 7}, \
+{"request": 2, "match": null, "supersedes": null}]}
+Give exactly one verdict per request, in order. "match" is the id of the \
+candidate that states the same fact, or null when none does. "supersedes" is \
+the id of the candidate the statement replaces with a newer state of the same \
+subject, or null when it replaces none. At most one of the two is an id; when \
+in doubt, answer null."""
+
+#: The system prompt of ``llm(...)``: the same fact or not.
+SYSTEM_PROMPT = "\n\n".join([_SAME_FACT, _REPORTERS, _ANSWER])
+#: The system prompt of ``llm(..., supersedes=True)``: also whether the statement supersedes a candidate.
+SUPERSEDES_PROMPT = "\n\n".join([_SAME_FACT, _REPORTERS, _CHANGES, _ANSWER_CHANGES])
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 # The user message is '{"requests": [' + entries joined by ', ' + ']}'.
@@ -90,10 +126,13 @@ _CUT = " [...]"
 # Key of one verdict: the reporter, the statement, and the candidates (ids and owner sets) it was weighed against.
 _Key = tuple[str, str, tuple[tuple[int, tuple[str, ...]], ...]]
 
+# One answer: merge into that id, a new record (None), or a new record that supersedes that id.
+Verdict = Union[int, None, Supersedes]
+
 # One prompt's exchange: the flow yields a prompt's messages and receives the
 # reply, or the endpoint's exception.
 _Answer = Union[Reply, Exception]
-_Flow = Generator[list[dict[str, str]], _Answer, list[Optional[int]]]
+_Flow = Generator[list[dict[str, str]], _Answer, list[Verdict]]
 
 
 class MalformedAnswer(ValueError):
@@ -116,7 +155,8 @@ class JudgeStats:
     requests answered from the verdict cache; ``prompts``: prompts sent;
     ``malformed``: answers refused by validation; ``fallbacks``: requests
     answered "no match" because no valid answer came; ``merges``: verdicts
-    that named a candidate; ``failures``: prompts that failed at the endpoint
+    that named a candidate as the same fact; ``supersedes``: verdicts that
+    named a candidate as superseded (``supersedes=True``); ``failures``: prompts that failed at the endpoint
     for good (their requests fell back); ``splits``: prompts split because
     the endpoint refused them as too large; ``truncated``: requests sent with
     candidates dropped or texts shortened to fit the budget.
@@ -129,6 +169,7 @@ class JudgeStats:
     malformed: int = 0
     fallbacks: int = 0
     merges: int = 0
+    supersedes: int = 0
     failures: int = 0
     splits: int = 0
     truncated: int = 0
@@ -156,11 +197,12 @@ def _entry(i: int, r: JudgeRequest) -> dict[str, Any]:
     return {"request": i, "reported_by": r.owner, "statement": r.statement, "candidates": candidates}
 
 
-def build_messages(requests: Sequence[JudgeRequest]) -> list[dict[str, str]]:
-    """The chat messages of one prompt covering ``requests``."""
+def build_messages(requests: Sequence[JudgeRequest], supersedes: bool = False) -> list[dict[str, str]]:
+    """The chat messages of one prompt covering ``requests`` (asking also
+    for supersessions when ``supersedes``)."""
     payload = {"requests": [_entry(i, r) for i, r in enumerate(requests)]}
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": SUPERSEDES_PROMPT if supersedes else SYSTEM_PROMPT},
         {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
     ]
 
@@ -173,9 +215,17 @@ def _strict_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def parse_verdicts(text: str, requests: Sequence[JudgeRequest]) -> list[Optional[int]]:
+def _candidate_id(value: Any, r: JudgeRequest) -> bool:
+    return _strict_int(value) and any(c.id == value for c in r.candidates)
+
+
+def parse_verdicts(text: str, requests: Sequence[JudgeRequest], supersedes: bool = False) -> list[Verdict]:
     """The verdicts in ``text`` for ``requests``; ``MalformedAnswer`` unless the
-    answer is one JSON object with exactly one valid verdict per request."""
+    answer is one JSON object with exactly one valid verdict per request.
+
+    With ``supersedes``, a verdict's ``"supersedes"`` (an id of its
+    candidates, or null; ``"match"`` may then be left out) is read as
+    `Supersedes`; without it, that key is ignored, as before it existed."""
     body = text.strip()
     fenced = _FENCE.match(body)  # models often fence JSON even when told not to
     if fenced:
@@ -189,17 +239,19 @@ def parse_verdicts(text: str, requests: Sequence[JudgeRequest]) -> list[Optional
     verdicts: list[Any] = obj["verdicts"]
     if len(verdicts) != len(requests):
         raise MalformedAnswer(f"{len(verdicts)} verdicts for {len(requests)} requests")
-    out: list[Optional[int]] = []
+    out: list[Verdict] = []
     for i, (v, r) in enumerate(zip(verdicts, requests)):
-        if not isinstance(v, dict) or "match" not in v or v.get("request") != i or not _strict_int(v["request"]):
+        has_key = isinstance(v, dict) and ("match" in v or (supersedes and "supersedes" in v))
+        if not has_key or v.get("request") != i or not _strict_int(v["request"]):
             raise MalformedAnswer(f'verdict {i} must be {{"request": {i}, "match": id or null}}')
-        match = v["match"]
-        if match is None:
-            out.append(None)
-        elif _strict_int(match) and any(c.id == match for c in r.candidates):
-            out.append(int(match))
-        else:
-            raise MalformedAnswer(f"verdict {i} names {match!r}, which is not one of its candidates")
+        match = v.get("match")
+        newer = v.get("supersedes") if supersedes else None
+        for value in (match, newer):
+            if value is not None and not _candidate_id(value, r):
+                raise MalformedAnswer(f"verdict {i} names {value!r}, which is not one of its candidates")
+        if match is not None and newer is not None:
+            raise MalformedAnswer(f"verdict {i} names both a match and a superseded candidate")
+        out.append(int(match) if match is not None else Supersedes(int(newer)) if newer is not None else None)
     return out
 
 
@@ -224,6 +276,8 @@ class LLMJudge:
     ``on_error`` says; a single request refused so falls back to ``None``.
     ``cache_size``: verdicts remembered, keyed by the reporter, the statement
     and the candidates' ids and owner sets (0 turns the cache off).
+    ``supersedes``: also ask whether a statement supersedes a candidate (see
+    `llm`); off, the prompt is the same-fact question alone.
     """
 
     def __init__(
@@ -236,6 +290,7 @@ class LLMJudge:
         json_mode: bool = True,
         max_tokens: Optional[int] = None,
         judge_budget: int = DEFAULT_BUDGET,
+        supersedes: bool = False,
     ) -> None:
         if isinstance(answer_retries, bool) or not isinstance(answer_retries, int) or answer_retries < 0:
             raise ValueError(f"answer_retries must be an int >= 0, got {answer_retries!r}")
@@ -245,6 +300,8 @@ class LLMJudge:
             raise ValueError(f"cache_size must be an int >= 0, got {cache_size!r}")
         if isinstance(judge_budget, bool) or not isinstance(judge_budget, int) or judge_budget < 1:
             raise ValueError(f"judge_budget must be an int >= 1 (tokens), got {judge_budget!r}")
+        if not isinstance(supersedes, bool):
+            raise ValueError(f"supersedes must be True or False, got {supersedes!r}")
         self.client = client
         self.answer_retries = answer_retries
         self.on_error = on_error
@@ -252,7 +309,9 @@ class LLMJudge:
         self.json_mode = json_mode
         self.max_tokens = max_tokens
         self.judge_budget = judge_budget
-        self._cache: OrderedDict[_Key, Optional[int]] = OrderedDict()
+        self.supersedes = supersedes
+        self.prompt = SUPERSEDES_PROMPT if supersedes else SYSTEM_PROMPT
+        self._cache: OrderedDict[_Key, Verdict] = OrderedDict()
         self._lock = threading.Lock()
         self._stats = JudgeStats()
         self.__name__ = f"llm({client.model})"
@@ -297,9 +356,9 @@ class LLMJudge:
         # Who reports it is part of the question: "I told Ophelia" differs with the reporter.
         return (r.owner, r.statement, cands)
 
-    def _lookup(self, requests: Sequence[JudgeRequest]) -> tuple[list[Optional[int]], list[int]]:
+    def _lookup(self, requests: Sequence[JudgeRequest]) -> tuple[list[Verdict], list[int]]:
         """Cached verdicts, and the positions still to ask the model about."""
-        verdicts: list[Optional[int]] = [None] * len(requests)
+        verdicts: list[Verdict] = [None] * len(requests)
         todo: list[int] = []
         with self._lock:
             for i, r in enumerate(requests):
@@ -312,7 +371,7 @@ class LLMJudge:
         self._count(deposits=1, requests=len(requests), cache_hits=len(requests) - len(todo))
         return verdicts, todo
 
-    def _remember(self, requests: Sequence[JudgeRequest], verdicts: Sequence[Optional[int]]) -> None:
+    def _remember(self, requests: Sequence[JudgeRequest], verdicts: Sequence[Verdict]) -> None:
         if not self.cache_size:
             return
         with self._lock:
@@ -328,7 +387,7 @@ class LLMJudge:
 
     def _room(self) -> int:
         """Characters of request entries a prompt may carry within the budget."""
-        return self.judge_budget * 3 - len(SYSTEM_PROMPT) - _WRAPPER
+        return self.judge_budget * 3 - len(self.prompt) - _WRAPPER
 
     def _fit(self, r: JudgeRequest) -> Optional[JudgeRequest]:
         """``r`` made to fit the budget alone (``r`` itself when it does):
@@ -380,20 +439,21 @@ class LLMJudge:
 
     # -- one call ---------------------------------------------------------------
 
-    def _check(self, reply: Reply, asked: Sequence[JudgeRequest], attempt: int) -> Optional[list[Optional[int]]]:
+    def _check(self, reply: Reply, asked: Sequence[JudgeRequest], attempt: int) -> Optional[list[Verdict]]:
         """The validated verdicts, or None when the answer is malformed."""
         try:
-            verdicts = parse_verdicts(reply.text, asked)
+            verdicts = parse_verdicts(reply.text, asked, self.supersedes)
         except MalformedAnswer as e:
             self._count(malformed=1)
             log.warning(
                 "%s: malformed answer (try %d of %d): %s", self.__name__, attempt + 1, self.answer_retries + 1, e
             )
             return None
-        self._count(merges=sum(v is not None for v in verdicts))
+        newer = sum(isinstance(v, Supersedes) for v in verdicts)
+        self._count(merges=sum(v is not None for v in verdicts) - newer, supersedes=newer)
         return verdicts
 
-    def _give_up(self, n: int, error: Optional[Exception]) -> list[Optional[int]]:
+    def _give_up(self, n: int, error: Optional[Exception]) -> list[Verdict]:
         if error is not None:
             self._count(failures=1)
             if self.on_error == "raise":
@@ -405,7 +465,7 @@ class LLMJudge:
     def _ask(self, asked: list[JudgeRequest], remember: bool = True) -> _Flow:
         """One prompt and its retries of a malformed answer; raises
         ``_TooLarge`` when the endpoint refuses the prompt as too large."""
-        messages = build_messages(asked)
+        messages = build_messages(asked, self.supersedes)
         for attempt in range(self.answer_retries + 1):
             self._count(prompts=1)
             reply = yield messages
@@ -435,7 +495,7 @@ class LLMJudge:
                 asked, remember = [fitted], False  # only part of the question is asked: not cached
         chunks = self._chunks(asked)
         if len(chunks) > 1:
-            out: list[Optional[int]] = []
+            out: list[Verdict] = []
             for chunk in chunks:
                 out += yield from self._judged(chunk)
             return out
@@ -462,7 +522,7 @@ class LLMJudge:
             verdicts[i] = v
         return verdicts
 
-    def __call__(self, requests: list[JudgeRequest]) -> list[Optional[int]]:
+    def __call__(self, requests: list[JudgeRequest]) -> list[Verdict]:
         """The verdicts for one call's requests (as few prompts as fit the
         budget, plus retries of a malformed answer)."""
         flow = self._flow(requests)
@@ -480,7 +540,7 @@ class LLMJudge:
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
-    async def ajudge(self, requests: list[JudgeRequest]) -> list[Optional[int]]:
+    async def ajudge(self, requests: list[JudgeRequest]) -> list[Verdict]:
         """``judge(requests)`` for asyncio: pass ``judge=j.ajudge`` to
         ``Store.adeposit``."""
         flow = self._flow(requests)
@@ -516,6 +576,7 @@ def llm(
     max_tokens: Optional[int] = None,
     options: Optional[Mapping[str, Any]] = None,
     judge_budget: int = DEFAULT_BUDGET,
+    supersedes: bool = False,
 ) -> LLMJudge:
     """An equivalence judge on any OpenAI-compatible chat endpoint.
 
@@ -524,6 +585,18 @@ def llm(
     ``answer_retries``, ``on_error``, ``cache_size`` and ``judge_budget``
     (tokens per prompt) the answers (see `LLMJudge`). ``json_mode=False`` for servers that reject
     ``response_format``; ``options`` go to every request (``seed``, ...).
+
+    ``supersedes=True`` also asks, per statement, whether it is a newer state
+    of a candidate's subject (a move, a death, a changed plan, a corrected
+    number; never another person's like change) and answers
+    ``Supersedes(id)`` for those: the statement becomes a new record after
+    ``id``'s chain, and the depositing owner's ``recall`` stops showing the
+    older one. It is off by default because turning it on changes the system
+    prompt (`SUPERSEDES_PROMPT` instead of `SYSTEM_PROMPT`, about 900
+    characters more per prompt) and so the verdicts, the prompt sizes and the
+    costs that existing users have measured and rely on, and because a
+    supersession takes a record out of an owner's current recall, which a
+    user should choose. Off, the prompt and the answers are exactly as before.
     """
     client = LLMClient(
         model,
@@ -544,4 +617,5 @@ def llm(
         cache_size=cache_size,
         json_mode=json_mode,
         judge_budget=judge_budget,
+        supersedes=supersedes,
     )
