@@ -3,7 +3,7 @@ returns a superseded fact as current, and how often a fact that was not
 contradicted stops being returned, for each judge side by side.
 
     python bench/contradictions.py [--embedder hash|minilm] [--cases FILE] [--only ID,ID] [--one-store]
-                                   [--min-similarity X] [--judges control,threshold,rule,oracle] [--out FILE]
+                                   [--min-similarity X] [--judges control,threshold,keyword,rule,oracle] [--out FILE]
 
 The cases (``bench/contradictions/cases.jsonl``, README beside it) were
 written by hand before any run. Each is a small world: statements
@@ -38,9 +38,12 @@ The judges:
   (the mechanism off);
 - ``threshold``: ``judges.threshold(0.9)``, the model-free built-in, which
   never answers `Supersedes` either;
-- ``rule``: ``judges.offline`` when the package has it (a conservative
-  offline `Supersedes` rule), otherwise the simple keyword judge below,
-  labelled ``keyword (bench)`` in the output;
+- ``keyword``: a deliberately simple rule written in the bench (not the
+  package), labelled ``keyword (bench)``: a change word plus one shared
+  word supersedes; the naive rule, for contrast;
+- ``rule``: the package's conservative offline rule,
+  ``judges.supersedes_when(judges.threshold(0.9))`` (left out, with a
+  note, by a package that lacks it);
 - ``oracle``: answers from the case's ground truth; what the store's own
   logic (per-owner validity, chains, several owners) makes of a perfect
   judge. ``oracle misses`` counts statements whose true answer the
@@ -73,6 +76,13 @@ from agentsensus import JudgeRequest, Store, Supersedes, embedders, judges
 from agentsensus._store.normalize import normalize_text
 
 CASES = Path(__file__).resolve().parent / "contradictions" / "cases.jsonl"
+LABELS = {
+    "control": "control",
+    "threshold": "threshold(0.9)",
+    "keyword": "keyword (bench)",
+    "rule": "supersedes_when(threshold(0.9))",
+    "oracle": "oracle",
+}
 ROUND_STRIDE = 100  # --one-store: case i's round r is stored as i * ROUND_STRIDE + r
 
 Verdict = Union[int, Supersedes, None]
@@ -201,11 +211,10 @@ def keyword(requests: list[JudgeRequest]) -> list[Verdict]:
     return out
 
 
-def rule_judge() -> tuple[str, Callable[[list[JudgeRequest]], Any]]:
-    built_in = getattr(judges, "offline", None)
-    if built_in is not None:
-        return "judges.offline", built_in
-    return "keyword (bench)", keyword
+def rule_judge() -> Optional[Callable[[list[JudgeRequest]], Any]]:
+    """The package's offline Supersedes rule over threshold(0.9), or None before it existed."""
+    rule = getattr(judges, "supersedes_when", None)
+    return None if rule is None else rule(judges.threshold(0.9))
 
 
 def make_embed(name: str) -> Any:
@@ -244,8 +253,12 @@ def run_world(
         judge: Callable[[list[JudgeRequest]], Any] = oracle(truth, supersede=judge_name == "oracle")
     elif judge_name == "threshold":
         judge = judges.threshold(0.9)
+    elif judge_name == "keyword":
+        judge = keyword
     else:
-        judge = rule_judge()[1]
+        rule = rule_judge()
+        assert rule is not None
+        judge = rule
     offset = {c.id: (i * ROUND_STRIDE if one_store else 0) for i, c in enumerate(cases)}
     tallies = {c.id: Tally() for c in cases}
     with Store(path, embed=embed, judge=judge, min_similarity=min_similarity, sync=False) as store:
@@ -350,7 +363,7 @@ def main() -> None:
     p.add_argument("--cases", type=Path, default=CASES)
     p.add_argument("--only", default="", help="comma-separated case ids (default: all)")
     p.add_argument("--embedder", choices=["hash", "minilm"], default="hash")
-    p.add_argument("--judges", default="control,threshold,rule,oracle")
+    p.add_argument("--judges", default="control,threshold,keyword,rule,oracle")
     p.add_argument("--min-similarity", type=float, default=0.0)
     p.add_argument("--one-store", action="store_true", help="all cases in one store")
     p.add_argument("--workdir", default=None, help="where the stores go (default: a temporary directory)")
@@ -364,10 +377,13 @@ def main() -> None:
             sys.exit(f"--only names unknown cases: {', '.join(sorted(unknown))}")
         cases = [c for c in cases if c.id in wanted]
     chosen = a.judges.split(",")
-    if set(chosen) - {"control", "threshold", "rule", "oracle"}:
-        sys.exit(f"--judges takes control, threshold, rule, oracle; got {a.judges}")
+    if set(chosen) - set(LABELS) or not chosen:
+        sys.exit(f"--judges takes {', '.join(LABELS)}; got {a.judges}")
+    if "rule" in chosen and rule_judge() is None:
+        print("rule: this agentsensus has no judges.supersedes_when; left out", file=sys.stderr)
+        chosen.remove("rule")
     embed = make_embed(a.embedder)
-    label = {"control": "control", "threshold": "threshold(0.9)", "rule": rule_judge()[0], "oracle": "oracle"}
+    label = LABELS
     with tempfile.TemporaryDirectory(prefix="contradictions-") as tmp:
         workdir = a.workdir or tmp
         tallies = {j: run(cases, j, embed, workdir, a.min_similarity, a.one_store) for j in chosen}
