@@ -4,6 +4,9 @@ limits of the parts it is built on, in one process and one run.
     python bench/compare.py                 # 100k records, about 15 min here
     python bench/compare.py --quick         # 2k records, a smoke run
     python bench/compare.py --n 1000000 --out bench/results/compare-1m.json
+    python bench/compare.py --limits small-owners   # recall against a numpy scan of the owner's vectors
+    python bench/compare.py --limits equal-recall   # 100k, each HNSW library at recall@5 >= 0.99
+    python bench/compare.py --llm-cost              # LLM calls and tokens per write, against mem0 infer=True
 
 Peers (bench/peers/): agentsensus; what users would pick instead: the Python
 glue (usearch + lmdb packages), Chroma embedded, LanceDB embedded, LangGraph's
@@ -207,7 +210,33 @@ def _rotate(ps: list[Peer], i: int) -> list[Peer]:
     return ps[s:] + ps[:s]
 
 
+# The real limits, one script each; the arguments after the mode are theirs.
+MODES: dict[str, str] = {
+    "--limits small-owners": "small_owners",
+    "--limits equal-recall": "equal_recall",
+    "--llm-cost": "llm_cost",
+}
+
+
+def _mode(argv: list[str]) -> tuple[str, list[str]] | None:
+    """The limits mode asked for (its module, its arguments), if any."""
+    for flag, module in MODES.items():
+        words = flag.split()
+        if argv[: len(words)] == words:
+            return module, argv[len(words) :]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    mode = _mode(argv)
+    if mode is not None:
+        # Its own process: each sets its BLAS threads before numpy loads.
+        import subprocess
+
+        return subprocess.call([sys.executable, os.path.join(HERE, mode[0] + ".py"), *mode[1]])
+    if argv[:1] == ["--limits"]:
+        sys.exit(f"compare.py: --limits takes one of {', '.join(f.split()[1] for f in MODES if ' ' in f)}")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=None, help="records in every store (default 100000; 2000 with --quick)")
     ap.add_argument("--quick", action="store_true", help="a small smoke run: 2k records, few repetitions")

@@ -27,11 +27,12 @@ restatement found its fact), statements per second of the item-by-item run
 (median of ``--repeats``, by the process's CPU time, steadier than wall time
 on a shared machine), and for ``deposit_many`` its requests and candidates
 over the same mode's item by item. Vectors come from the hash embedder (no
-model): its similarity counts shared words and bigrams, so the vector path
-behaves more lexically than a real model's would.
+model) unless ``--embedder minilm``: its similarity counts shared words and
+bigrams, so the vector path behaves more lexically than a real model's would.
 
     python bench/judge_requests.py                 # 250 facts, batches of 500
     python bench/judge_requests.py --facts 60 --batch 50 --repeats 1
+    python bench/judge_requests.py --embedder minilm   # with the minilm extra
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from typing import Any, Optional
 
 import numpy as np
 from agentsensus import JudgeRequest, Store
-from agentsensus.embedders import HashEmbedder
+from agentsensus.embedders import from_name
 
 NAMES = (
     "Alder Bram Corin Dova Esk Farrow Galen Hollis Ivo Juna Kestrel Lorn Mara Nell Orrin Pell Quill Rook Sable "
@@ -183,16 +184,17 @@ def telling(f: Fact, rng: random.Random, avoid: Optional[tuple[int, ...]] = None
     return text[0].upper() + text[1:], choice
 
 
-def make_stream(facts: int, seed: int) -> list[tuple[str, str, int]]:
-    """(agent, text, fact) for every telling, each fact's first telling first."""
+def make_stream(facts: int, seed: int, agents: int = 20) -> list[tuple[str, str, int]]:
+    """(agent, text, fact) for every telling, each fact's first telling
+    first; two different agents of ``agents`` tell each fact."""
     rng = random.Random(seed)
     fs = make_facts(facts, rng)
     first, second = [], []
     for i, f in enumerate(fs):
         t1, c1 = telling(f, rng)
         t2, _ = telling(f, rng, c1)
-        a1 = rng.randrange(20)
-        a2 = (a1 + 1 + rng.randrange(19)) % 20
+        a1 = rng.randrange(agents)
+        a2 = (a1 + 1 + rng.randrange(agents - 1)) % agents
         first.append((f"agent{a1}", t1, i))
         second.append((f"agent{a2}", t2, i))
     # shuffle, keeping each fact's first telling before its second
@@ -275,6 +277,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--lexical-floor", type=float, default=None, help="Store(lexical_floor=...); default: the store's")
     p.add_argument("--show", type=int, default=0, help="print this many tellings of the stream first")
+    p.add_argument(
+        "--embedder", default="hash", help="hash (default, no model) or minilm (the minilm extra: a real model)"
+    )
     a = p.parse_args()
     if a.facts < 1 or a.batch < 1 or a.repeats < 1:
         p.error("--facts, --batch and --repeats must be at least 1")
@@ -282,7 +287,8 @@ def main() -> None:
     stream = make_stream(a.facts, a.seed)
     for agent, text, f in stream[: a.show]:
         print(f"  fact {f:4d}  {agent:8s} {text}")
-    vecs = np.asarray(HashEmbedder()([t for _, t, _ in stream]), dtype=np.float32)
+    embed = from_name(a.embedder)
+    vecs = np.asarray(embed([t for _, t, _ in stream]), dtype=np.float32)
     modes = {"hybrid": 8, "vector": 0}
     single: dict[str, list[Run]] = {m: [] for m in modes}
     for _ in range(a.repeats):  # interleaved, so a busy moment hits both modes
@@ -293,7 +299,7 @@ def main() -> None:
     rate = {m: len(stream) / statistics.median(r.cpu for r in single[m]) for m in modes}
     wall = {m: len(stream) / statistics.median(r.wall for r in single[m]) for m in modes}
     print(f"stream: {a.facts} facts told twice ({len(stream)} statements, {restated} restatements), seed {a.seed}")
-    print(f"embedder: hash (384-d); judge: counting oracle; sync=False; batch {a.batch}; options {opts or 'default'}")
+    print(f"embedder: {a.embedder} ({vecs.shape[1]}-d); judge: counting oracle; sync=False; batch {a.batch}; options {opts or 'default'}")
     print()
     head = f"{'mode':8s} {'requests':>8s} {'req/restated':>12s} {'cands/req':>9s} {'records/facts':>13s}"
     head += f" {'stmt/s cpu':>10s} {'stmt/s wall':>11s}"

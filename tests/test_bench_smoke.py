@@ -156,3 +156,32 @@ def test_pytest_benchmark_suite_runs(data: Path, tmp_path: Path, script: str, en
     )
     summary = done.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "skipped" not in summary and "failed" not in summary, summary
+
+
+def _table(out: str) -> list[list[str]]:
+    """The body rows of the markdown table a bench script printed."""
+    rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("|---")]
+    return [[c.strip() for c in r.strip("|").split("|")] for r in rows[1:]]
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        ["--limits", "small-owners", "--sizes", "1000", "--queries", "5"],
+        ["--limits", "equal-recall", "--n", "1000", "--queries", "5", "--libs", "usearch"],
+        ["--llm-cost", "--facts", "3", "--skip-mem0"],  # mem0's import alone takes seconds
+    ],
+    ids=["small-owners", "equal-recall", "llm-cost"],
+)
+def test_compare_limits_modes_tiny(data: Path, tmp_path: Path, mode: list[str]) -> None:
+    rows = _table(run([str(BENCH / "compare.py"), *mode], data, tmp_path).stdout)
+    if mode[1] == "small-owners":
+        # the script itself checks the engine's hits against the scan's
+        assert [r[1] for r in rows] == ["0.1%", "1%", "10%", "1 record"] and all(r[0] == "1,000" for r in rows)
+    elif mode[1] == "equal-recall":
+        engine = {r[0]: r[2] for r in rows if r[0].startswith("agentsensus")}
+        assert "usearch" in {r[0] for r in rows} and "agentsensus 100%" in engine
+        assert set(engine.values()) == {"1.000"}  # owners of 1,000 records are scanned: exact
+    else:
+        # the fake endpoint's verdicts merge every restatement: one record per fact
+        assert len(rows) == 3 and all(int(r[1]) > 0 and r[5] == "3" for r in rows), rows
