@@ -153,17 +153,17 @@ def _check_memories(memories: Any) -> list[int]:
 
 def _own_key(key: Any) -> str:
     """A key publish or derive may write: not a memory link's."""
-    key = check_key(key)
-    if key.startswith(mem.PREFIX):
-        raise ValueError(f"key {key!r} has the form of a memory link (memory:...): link records with memories=")
-    return key
+    checked = check_key(key)
+    if checked.startswith(mem.PREFIX):
+        raise ValueError(f"key {checked!r} has the form of a memory link (memory:...): link records with memories=")
+    return checked
 
 
 def _own_owner(owner: Any) -> str:
-    owner = check_owner(owner)
-    if owner == mem.MEMORY_OWNER:
-        raise ValueError(f"owner {owner!r} is reserved for this store's memory links")
-    return owner
+    checked = check_owner(owner)
+    if checked == mem.MEMORY_OWNER:
+        raise ValueError(f"owner {checked!r} is reserved for this store's memory links")
+    return checked
 
 
 def _check_observed_memory(key: str, owner: str, version: int) -> None:
