@@ -4,6 +4,7 @@ owner's statement) or deleted, naming the memory and its successor."""
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Iterator
 
@@ -201,3 +202,19 @@ def test_memory_links_inside_a_replan_are_kept_only_if_it_returns(mstore):
     with pytest.raises(StalePlanError, match="no flights"):
         f.guard("trip", replan=fails)
     assert memory_key(berlin) not in f.keys() and f.head("trip") == 1
+
+
+def test_memory_links_survive_export_and_import(tmp_path):
+    from agentsensus.io.export import export_jsonl
+    from agentsensus.io.importer import import_jsonl
+
+    buf = io.StringIO()
+    with open_store(os.fspath(tmp_path / "a")) as s:
+        paris = s.deposit("A", ["Alice lives in Paris"], round=1).ids[0]
+        s.fence.derive("trip", "A", "meet Alice in Paris", {}, memories=[paris])
+        export_jsonl(s, buf)
+    import_jsonl(buf.getvalue().splitlines(), os.fspath(tmp_path / "b"))
+    with open_store(os.fspath(tmp_path / "b")) as s:
+        assert s.fence.check("trip").current
+        berlin = s.deposit("B", ["Alice moved to Berlin"], round=2).ids[0]
+        assert [(x.key, x.head) for x in s.fence.check("trip").stale] == [(memory_key(paris), berlin)]
