@@ -244,8 +244,12 @@ class Fence:
 
     Beside publish, derive, check and guard: ``observe`` (record a version another store owns,
     so plans here can link to it), ``owner``, ``value``, ``keys``,
-    ``check_all`` (all-key validation) and ``answer`` (the owner's side of a
-    head query, for transports).
+    ``check_all`` (all-key validation), ``answer`` and ``memory_value`` (the
+    owner's side of a head or value query, for transports).
+
+    ``derive(..., memories=[ids])`` also links records of the store: the
+    plan is stale once one of them is superseded or deleted (see
+    `memory_links`).
     """
 
     def __init__(self, store: LineageHost) -> None:
