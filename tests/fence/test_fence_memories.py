@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 from agentsensus import StalePlanError, Store, Supersedes, embedders
-from agentsensus.planfence import MEMORY_OWNER, memory_key
+from agentsensus.planfence import MEMORY_OWNER, UnknownKeyError, memory_key
 from agentsensus.planfence.transport import HeadsServer
 
 
@@ -136,6 +136,11 @@ def test_bad_memories_are_refused_and_nothing_is_written(mstore):
         with pytest.raises(error, match=match):
             f.derive("plan", "A", "x", {"menu": 1}, memories=memories)
         assert f.keys() == before
+    # The links go in the plan version's transaction: a plan refused for its
+    # inputs leaves no memory link behind.
+    with pytest.raises(UnknownKeyError):
+        f.derive("plan", "A", "x", {"menu": 2}, memories=[1])
+    assert f.keys() == before
 
 
 def test_superseded_and_deleted_records_are_not_live(mstore):
