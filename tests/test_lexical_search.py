@@ -139,3 +139,26 @@ def test_a_floor_leaves_the_hits_that_reach_it_as_the_reference_ranks_them(
         reached = [(i, x) for i, x in zip(got_ids.tolist(), got_scores.tolist()) if x >= least]
         assert reached == [(i, x) for i, x in want if x >= least]
         assert also_scores[0] == [float(np.float32(score[i])) for i in also]
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lengths=st.lists(st.integers(0, 2), min_size=10, max_size=80),
+    extra=st.lists(st.sampled_from(["ghost", "arras", "rue"]), max_size=2),
+    k=st.integers(1, 8),
+)
+def test_ties_on_a_word_every_record_holds_go_to_the_lower_ids(tmp_path_factory, lengths, extra, k):
+    # Every record holds "common" once, among 0-2 words of its own: scores tie
+    # in whole groups, and the search reads the word in full keeping only the
+    # records that can still pass the k best seen, ties to the lower id.
+    stored = [" ".join(["common"] + [f"w{i}x{j}" for j in range(n)]) for i, n in enumerate(lengths)]
+    stored += [f"common {w}" for w in extra]
+    path = str(tmp_path_factory.mktemp("lext") / "s")
+    with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
+        ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
+        docs = {rid: s.get(rid).text for rid in set(ids)}
+        for query in ["common", "common " + " ".join(extra)]:
+            got = s._engine.lexical(unit(99)[None], [query], k, [], [[]], "", [[]])
+            want, _ = reference(docs, query, k)
+            assert list(zip(got[1].tolist(), got[2].tolist())) == want
