@@ -554,24 +554,26 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                     }
                     std::make_heap(seen.begin(), seen.end(), heap_order);
                 }
-                // Whether a record first met here, with weight w, can reach the top k.
-                auto admit = [&](int64_t id, double w) {
-                    const double most = w + rest[j + 1];  // its score can grow by the words left at most
+                // Whether a record first met here, with weight w, can reach
+                // the top k: not if it ranks below the worst of k seen, from
+                // here on (its score is w and theirs only grow) or at most by
+                // the words left, nor if it cannot reach the least wanted.
+                auto may_reach = [&](int64_t id, double w) {
+                    const double most = w + rest[j + 1];
                     if (most < wanted) return false;
+                    if (seen.size() < k) return true;
+                    return !(last ? worse(Seen{static_cast<float>(w), tie_key(id)}, seen.front())
+                                  : most < static_cast<double>(seen.front().score) * kBelow);
+                };
+                auto admit = [&](int64_t id, double w) {
                     if (seen.size() == k) {
-                        // Its score ranks below the worst of k seen: from here
-                        // on (its score is w and theirs only grow), or at most
-                        // by the words left.
-                        if (last ? worse(Seen{static_cast<float>(w), tie_key(id)}, seen.front())
-                                 : most < static_cast<double>(seen.front().score) * kBelow)
-                            return false;
                         std::pop_heap(seen.begin(), seen.end(), heap_order);
                         seen.back() = Seen{static_cast<float>(w), tie_key(id)};
                     } else {
                         seen.push_back(Seen{static_cast<float>(w), tie_key(id)});
                     }
                     std::push_heap(seen.begin(), seen.end(), heap_order);
-                    return true;
+                    acc.emplace(Acc{id, w, true, false});
                 };
                 // GET_CURRENT first: a word of one posting has no duplicates
                 // page, and GET_MULTIPLE then leaves v as it was.
@@ -586,8 +588,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                         double w = term_weight(t.idf, x.tf, x.length, cp.avgdl);
                         if (Acc* a = acc.find(id)) {
                             a->score += w;
-                        } else if (!closed && eligible(id) && admit(id, w)) {
-                            acc.emplace(Acc{id, w, true, false});  // a record no keep admits is never a hit
+                        } else if (!closed && may_reach(id, w) && eligible(id)) {
+                            admit(id, w);  // a record no keep admits is never a hit
                         }
                     }
                     more = t.at->op(key, v, MDB_NEXT_MULTIPLE);
