@@ -383,7 +383,7 @@ std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts
 }
 
 LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp, std::string_view text,
-                                           double floor) const {
+                                          double floor) const {
     // Every operation in weighed_queries' order, so the floors are the same doubles.
     const auto words = word_counts(txn, cp, text);
     double length = 0;
@@ -511,7 +511,9 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         float score;
         uint64_t tie;
     };
-    auto worse = [](const Seen& a, const Seen& b) { return a.score < b.score || (a.score == b.score && a.tie > b.tie); };
+    auto worse = [](const Seen& a, const Seen& b) {
+        return a.score < b.score || (a.score == b.score && a.tie > b.tie);
+    };
     auto heap_order = [&](const Seen& a, const Seen& b) { return worse(b, a); };  // worst first
     std::vector<Seen> seen;
 
