@@ -7,6 +7,7 @@ limits of the parts it is built on, in one process and one run.
     python bench/compare.py --limits small-owners   # recall against a numpy scan of the owner's vectors
     python bench/compare.py --limits equal-recall   # 100k, each HNSW library at recall@5 >= 0.99
     python bench/compare.py --llm-cost              # LLM calls and tokens per write, against mem0 infer=True
+    python bench/compare.py --only deposit --peers agentsensus,python-glue   # the write path alone
 
 Peers (bench/peers/): agentsensus; what users would pick instead: the Python
 glue (usearch + lmdb packages), Chroma embedded, LanceDB embedded, LangGraph's
@@ -253,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         "(default) or by deposit_many",
     )
     ap.add_argument(
+        "--only", choices=["recall", "deposit", "open"], default=None, help="run one family of workloads (default: all)"
+    )
+    ap.add_argument(
         "--workdir", default=None, help="where the stores are built (default: a temporary dir under bench/.data)"
     )
     args = ap.parse_args(argv)
@@ -300,9 +304,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"built {p.name} in {build_s[p.name]:.1f}s", file=sys.stderr)
         names = [p.name for p in ps]
         info["peers"] = names
-        run_recall(ps, corpus, reps, samples, accuracy)
-        run_deposits(ps, datasets.DIM, reps, samples)
-        run_open(ps, datasets.vectors(1, seed=1001)[0], reps, samples)
+        if args.only in (None, "recall"):
+            run_recall(ps, corpus, reps, samples, accuracy)
+        if args.only in (None, "deposit"):
+            run_deposits(ps, datasets.DIM, reps, samples)
+        if args.only in (None, "open"):
+            run_open(ps, datasets.vectors(1, seed=1001)[0], reps, samples)
     finally:
         for p in ps:
             try:

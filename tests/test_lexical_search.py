@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pytest
 from agentsensus import Store
+from agentsensus._deposit.lexical_candidates import weighed_queries
 from helpers import DIM, unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -78,7 +79,7 @@ def test_the_top_k_is_the_reference_bm25s(tmp_path_factory, stored, new, query, 
         also = [keys[p % len(keys)] for p in also_picks]
         exclude = [keys[p % len(keys)] for p in exclude_picks]
         got = s._engine.lexical(unit(99)[None], [query], k, overlay, [also], "", [exclude])
-        offs, got_ids, got_scores, _, also_scores, _ = got
+        offs, got_ids, got_scores, _, also_scores, _, _ = got
         want, score = reference(docs, query, k, frozenset(exclude))
         assert list(zip(got_ids.tolist(), got_scores.tolist())) == want
         assert list(offs) == [0, len(want)]
@@ -99,6 +100,65 @@ def test_the_top_k_of_a_larger_corpus_is_the_reference_bm25s(tmp_path_factory, s
     with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
         ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
         docs = {rid: s.get(rid).text for rid in set(ids)}
-        offs, got_ids, got_scores, _, _, _ = s._engine.lexical(unit(99)[None], [query], k, [], [[]], "", [[]])
+        offs, got_ids, got_scores, _, _, _, _ = s._engine.lexical(unit(99)[None], [query], k, [], [[]], "", [[]])
         want, _ = reference(docs, query, k)
         assert list(zip(got_ids.tolist(), got_scores.tolist())) == want
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    stored=st.lists(texts, min_size=1, max_size=60),
+    new=st.lists(texts, max_size=4),
+    query=st.lists(st.sampled_from(VOCAB + ["moor", "bell"]), min_size=1, max_size=9).map(" ".join),
+    k=st.integers(1, 8),
+    floor=st.sampled_from([0.05, 0.1, 0.2, 0.3, 0.5, 0.9]),
+    also_picks=st.lists(st.integers(0, 70), max_size=4),
+    exclude_picks=st.lists(st.integers(0, 70), max_size=3),
+)
+def test_a_floor_leaves_the_hits_that_reach_it_as_the_reference_ranks_them(
+    tmp_path_factory, stored, new, query, k, floor, also_picks, exclude_picks
+):
+    # With a floor the engine weighs the text itself (as weighed_queries does) and
+    # may leave out hits below the least score: those that reach it are the
+    # reference's top k that reach it, in order, with the same scores.
+    path = str(tmp_path_factory.mktemp("lexf") / "s")
+    with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
+        ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
+        docs = {rid: s.get(rid).text for rid in set(ids)}
+        overlay = [(-(j + 1), t, True) for j, t in enumerate(new)]
+        docs.update({-(j + 1): t for j, t in enumerate(new)})
+        keys = sorted(docs)
+        also = [keys[p % len(keys)] for p in also_picks]
+        exclude = [keys[p % len(keys)] for p in exclude_picks]
+        (weighed,), (least,) = weighed_queries(s._engine.lexical_word_counts([query], overlay, ""), floor)
+        got = s._engine.lexical(unit(99)[None], [query], k, overlay, [also], "", [exclude], floor)
+        offs, got_ids, got_scores, _, also_scores, _, got_least = got
+        assert got_least == [least]
+        want, score = reference(docs, weighed.decode(), k, frozenset(exclude))
+        reached = [(i, x) for i, x in zip(got_ids.tolist(), got_scores.tolist()) if x >= least]
+        assert reached == [(i, x) for i, x in want if x >= least]
+        assert also_scores[0] == [float(np.float32(score[i])) for i in also]
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lengths=st.lists(st.integers(0, 2), min_size=10, max_size=80),
+    extra=st.lists(st.sampled_from(["ghost", "arras", "rue"]), max_size=2),
+    k=st.integers(1, 8),
+)
+def test_ties_on_a_word_every_record_holds_go_to_the_lower_ids(tmp_path_factory, lengths, extra, k):
+    # Every record holds "common" once, among 0-2 words of its own: scores tie
+    # in whole groups, and the search reads the word in full keeping only the
+    # records that can still pass the k best seen, ties to the lower id.
+    stored = [" ".join(["common"] + [f"w{i}x{j}" for j in range(n)]) for i, n in enumerate(lengths)]
+    stored += [f"common {w}" for w in extra]
+    path = str(tmp_path_factory.mktemp("lext") / "s")
+    with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
+        ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
+        docs = {rid: s.get(rid).text for rid in set(ids)}
+        for query in ["common", "common " + " ".join(extra)]:
+            got = s._engine.lexical(unit(99)[None], [query], k, [], [[]], "", [[]])
+            want, _ = reference(docs, query, k)
+            assert list(zip(got[1].tolist(), got[2].tolist())) == want

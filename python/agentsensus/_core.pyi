@@ -225,6 +225,8 @@ class Engine:
         overlay: list[tuple[int, str, bool]],
         also: list[list[int]],
         scope: str = "",
+        exclude: list[list[int]] = ...,
+        floor: float = 0.0,
     ) -> tuple[
         list[int],
         npt.NDArray[np.int64],
@@ -232,8 +234,10 @@ class Engine:
         npt.NDArray[np.float32],
         list[list[float]],
         dict[int, tuple[str, tuple[str, ...], int]],
+        list[float],
     ]:
-        """(offsets, ids, lexical scores, similarities, also scores, records): each text's lexical top k."""
+        """(offsets, ids, lexical scores, similarities, also scores, records, least scores): each text's
+        lexical top k less its exclude list; floor > 0 weighs each text as lexical_floor does."""
     def recall_fused(self, owner: str, query: _F32, text: str, k: int, expand: bool) -> list[tuple[_RecallRow, float]]:
         """[(row, lexical score)]: recall with the vector and lexical rankings fused."""
     def get(self, id: int, /) -> _Row: ...

@@ -213,6 +213,7 @@ struct LexicalQuery {
     const float* vector = nullptr;
     std::vector<int64_t> also;
     std::vector<int64_t> exclude;  // never hits (the statement's vector candidates): the top k is of the others
+    double floor = 0;  // > 0: the text weighed as lexical_floor weighs it (LexicalIndex::weigh), hits below least
 };
 
 // Per text: (word, its count in the text, the records of the scope holding
@@ -228,6 +229,7 @@ struct LexicalAnswer {
     std::vector<float> similarity;         // per hit: to the query's vector (NaN for an overlay's new record)
     std::vector<std::vector<float>> also;  // per query: the scores of its also ids
     std::vector<Row> records;              // every committed record hit, once
+    std::vector<double> least;             // per query: the least score a hit needs (0 without a floor)
 };
 
 // A record's times and every owner's metadata, for export and import

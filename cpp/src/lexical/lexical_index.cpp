@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -381,6 +382,27 @@ std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts
     return out;
 }
 
+LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp, std::string_view text,
+                                          double floor) const {
+    // Every operation in weighed_queries' order, so the floors are the same doubles.
+    const auto words = word_counts(txn, cp, text);
+    double length = 0;
+    for (const auto& w : words) length += std::get<1>(w);
+    Weighed out;
+    double best = 0;
+    for (const auto& [word, tf, df] : words) {
+        if (df > 1 && df > cp.docs / 2) continue;  // more than half of the scope's records hold it: no weight
+        const double held = std::max(df, 1.0);     // a word no record holds: as the one that would hold it
+        const double idf = std::log(1 + (cp.docs - held + 0.5) / (held + 0.5));
+        const double t = tf;
+        best += idf * t * (kK1 + 1) / (t + kK1 * (1 - kB + kB * length / cp.avgdl));
+        if (!out.query.empty()) out.query += ' ';
+        out.query += word;
+    }
+    out.least = floor * best;
+    return out;
+}
+
 std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::optional<uint32_t> scope, std::string_view query,
                                              size_t k, const std::vector<LexicalOverlay>& overlay,
                                              const std::vector<int64_t>& also, std::vector<float>& also_scores,
@@ -394,14 +416,18 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::optional<uint32_
 // accumulators can still reach the top k, so the words left (the frequent
 // ones: "told", "said", a witness's name) are looked up for the
 // accumulated records only instead of read in full, and accumulators that
-// cannot reach the k-th score are dropped. Every record's score is summed
-// in the same word order whichever way it was read, so the result is that
-// of scoring every record (tests/test_lexical_search.py checks it against
-// a reference).
+// cannot reach the k-th score are dropped. A least score (a deposit's
+// lexical floor) closes the search the same way before k are known. A word
+// read in full before then admits a record only if it can still pass the k
+// best seen so far: a word most records hold adds its weight to the
+// accumulated records without one accumulator per posting. Every record's
+// score is summed in the same word order whichever way it was read, so the
+// result is that of scoring every record (tests/test_lexical_search.py
+// checks it against a reference).
 std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& cp, std::string_view query, size_t k,
                                              const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                              const std::function<bool(uint64_t)>* keep,
-                                             const std::vector<int64_t>* exclude) const {
+                                             const std::vector<int64_t>* exclude, double least) const {
     also_scores.assign(also.size(), 0.f);
     if (!built(txn) || cp.docs <= 0) return {};
     struct Term {
@@ -459,46 +485,52 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     for (int64_t id : also) acc.emplace(Acc{id, 0, eligible(id), true});
     for (const auto& [id, d] : cp.over) acc.emplace(Acc{id, 0, eligible(id), true});
 
-    // Whether k eligible records score above `least` (a pass that counts:
-    // before the search closes, most terms only need this answer).
-    auto reach = [&](double least) {
-        if (k == 0) return false;  // k == 0: only the also scores are asked for
-        size_t n = 0;
-        for (const Acc& a : acc.entries())
-            if (a.hit && a.score > 0 && a.score > least && ++n == k) return true;
-        return false;
-    };
-    // The k-th best eligible score so far, once k are known.
+    // The eligible scores so far, when k are known: the k-th best, or NaN.
     std::vector<double> scratch;
     auto kth = [&]() {
         scratch.clear();
+        if (k == 0) return std::numeric_limits<double>::quiet_NaN();  // k == 0: only the also scores are asked for
         for (const Acc& a : acc.entries())
             if (a.hit && a.score > 0) scratch.push_back(a.score);
+        if (scratch.size() < k) return std::numeric_limits<double>::quiet_NaN();
         std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<double>());
         return scratch[k - 1];
     };
     // A score this far below the k-th cannot reach it, even after both are
     // rounded to float for the ranking (ties there go to the lower id).
     constexpr double kBelow = 1 - 1e-6;
+    // Below this no hit is wanted (a hit scoring at least `least` is above it
+    // in double, whatever the float rounding).
+    const double wanted = least > 0 ? least * kBelow : 0;
 
-    bool closed = false;  // no record outside acc can reach the top k any more
+    // The k best eligible records seen while a word is read in full, by their
+    // score so far rounded as the ranking rounds it, worst on top: each one's
+    // final score is at least that, so a record that ranks below the worst of
+    // k of them can never be in the top k.
+    struct Seen {
+        float score;
+        uint64_t tie;
+    };
+    auto worse = [](const Seen& a, const Seen& b) {
+        return a.score < b.score || (a.score == b.score && a.tie > b.tie);
+    };
+    auto heap_order = [&](const Seen& a, const Seen& b) { return worse(b, a); };  // worst first
+    std::vector<Seen> seen;
+
+    bool closed = k == 0;  // no record outside acc can reach the top k any more
     for (size_t j = 0; j < terms.size(); ++j) {
         const Term& t = terms[j];
-        // Closed once the k-th score exceeds what the words left can add
-        // (rest[j] < theta * kBelow, asked as "k reach rest[j] / kBelow").
-        if (!closed && reach(rest[j] / kBelow)) closed = true;
-        if (closed) {
+        if (!closed) {
+            // Closed once the words left cannot lift a record from nothing
+            // to the k-th score so far, or to the least wanted one.
             const double theta = kth();
-            acc.prune([&](const Acc& a) { return !a.pinned && a.score + rest[j] < theta * kBelow; });
+            closed = rest[j] < wanted || (!std::isnan(theta) && rest[j] < theta * kBelow);
         }
-        auto add = [&](int64_t id, uint32_t tf, uint32_t length) {
-            double w = term_weight(t.idf, tf, length, cp.avgdl);
-            if (Acc* a = acc.find(id)) {
-                a->score += w;
-            } else if (!closed) {
-                if (eligible(id)) acc.emplace(Acc{id, w, true, false});  // a record no keep admits is never a hit
-            }
-        };
+        if (closed) {
+            double theta = kth();
+            theta = std::isnan(theta) ? wanted : std::max(theta * kBelow, wanted);
+            acc.prune([&](const Acc& a) { return !a.pinned && a.score + rest[j] < theta; });
+        }
         if (t.stored > 0) {
             size_t committed = acc.size() - cp.over.size();  // at most, the accumulated committed records
             if (closed && committed * 8 < t.stored) {
@@ -512,6 +544,39 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                     if (x.id == static_cast<uint64_t>(a.id)) a.score += term_weight(t.idf, x.tf, x.length, cp.avgdl);
                 }
             } else {
+                const bool last = j + 1 == terms.size();
+                seen.clear();
+                if (!closed) {
+                    for (const Acc& a : acc.entries())
+                        if (a.hit && a.score > 0) seen.push_back(Seen{static_cast<float>(a.score), tie_key(a.id)});
+                    if (seen.size() > k) {
+                        std::nth_element(seen.begin(), seen.begin() + (k - 1), seen.end(),
+                                         [&](const Seen& a, const Seen& b) { return worse(b, a); });
+                        seen.resize(k);
+                    }
+                    std::make_heap(seen.begin(), seen.end(), heap_order);
+                }
+                // Whether a record first met here, with weight w, can reach
+                // the top k: not if it ranks below the worst of k seen, from
+                // here on (its score is w and theirs only grow) or at most by
+                // the words left, nor if it cannot reach the least wanted.
+                auto may_reach = [&](int64_t id, double w) {
+                    const double most = w + rest[j + 1];
+                    if (most < wanted) return false;
+                    if (seen.size() < k) return true;
+                    return !(last ? worse(Seen{static_cast<float>(w), tie_key(id)}, seen.front())
+                                  : most < static_cast<double>(seen.front().score) * kBelow);
+                };
+                auto admit = [&](int64_t id, double w) {
+                    if (seen.size() == k) {
+                        std::pop_heap(seen.begin(), seen.end(), heap_order);
+                        seen.back() = Seen{static_cast<float>(w), tie_key(id)};
+                    } else {
+                        seen.push_back(Seen{static_cast<float>(w), tie_key(id)});
+                    }
+                    std::push_heap(seen.begin(), seen.end(), heap_order);
+                    acc.emplace(Acc{id, w, true, false});
+                };
                 // GET_CURRENT first: a word of one posting has no duplicates
                 // page, and GET_MULTIPLE then leaves v as it was.
                 MDB_val key, v;
@@ -522,7 +587,12 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                         Posting x = decode_posting(p + at);
                         int64_t id = static_cast<int64_t>(x.id);
                         if (overlay && cp.over.count(id)) continue;  // scored by its overlay text below
-                        add(id, x.tf, x.length);
+                        double w = term_weight(t.idf, x.tf, x.length, cp.avgdl);
+                        if (Acc* a = acc.find(id)) {
+                            a->score += w;
+                        } else if (!closed && may_reach(id, w) && eligible(id)) {
+                            admit(id, w);  // a record no keep admits is never a hit
+                        }
                     }
                     more = t.at->op(key, v, MDB_NEXT_MULTIPLE);
                 }

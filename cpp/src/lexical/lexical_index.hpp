@@ -112,15 +112,30 @@ public:
     // The same against a corpus made once for several queries.
     LexicalCorpus corpus(MDB_txn* txn, std::optional<uint32_t> scope, const std::vector<LexicalOverlay>& overlay) const;
     // exclude (if given): ids that are never hits, so the k are of the others.
+    // least (> 0): hits scoring below it are not wanted; the search may leave
+    // such hits out (and then reads less), never one that reaches it.
     std::vector<LexicalHit> search(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view query, size_t k,
                                    const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                    const std::function<bool(uint64_t)>* keep = nullptr,
-                                   const std::vector<int64_t>* exclude = nullptr) const;
+                                   const std::vector<int64_t>* exclude = nullptr, double least = 0) const;
 
     // Each word of the query as the index keys it: (word, its count in the
     // query, the corpus's records holding it, the overlay counted).
     std::vector<std::tuple<std::string, uint32_t, double>> word_counts(MDB_txn* txn, const LexicalCorpus& corpus,
                                                                        std::string_view query) const;
+
+    // A deposit's query as lexical_floor weighs it (the reference is
+    // weighed_queries in python/agentsensus/_deposit/lexical_candidates.py,
+    // computed alike to the bit): the text's words less those held by more
+    // than half of the corpus's records (and more than one), which weigh
+    // nothing; and floor times the text's best possible score, its own text
+    // as a record of the corpus (a word no record holds counted as held by
+    // one), the least score a hit needs.
+    struct Weighed {
+        std::string query;  // the kept words, space-separated
+        double least = 0;
+    };
+    Weighed weigh(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view text, double floor) const;
 
     // I18: the postings are exactly the words of the live records' texts,
     // each with its count and the record's length, under the record's scope,

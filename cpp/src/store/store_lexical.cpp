@@ -43,11 +43,21 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
     std::vector<uint64_t> named;
     // The scope's own statistics: no score moves with another scope's records.
     const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay);  // once for every query
+    out.least.assign(queries.size(), 0.0);
     for (size_t i = 0; i < queries.size(); ++i) {
         const LexicalQuery& lq = queries[i];
         prepare_vector(lq.vector, q.data());
-        std::vector<LexicalHit> hits = lexical_->search(t.get(), corpus, lq.text, k, lq.also, out.also[i],
-                                                        sv.filtered ? &keep : nullptr, &lq.exclude);
+        // A floor weighs the text on the same snapshot, and hits below its
+        // least score need not be found (the deposit drops them).
+        std::string_view text = lq.text;
+        LexicalIndex::Weighed weighed;
+        if (lq.floor > 0) {
+            weighed = lexical_->weigh(t.get(), corpus, lq.text, lq.floor);
+            text = weighed.query;
+            out.least[i] = weighed.least;
+        }
+        std::vector<LexicalHit> hits = lexical_->search(t.get(), corpus, text, k, lq.also, out.also[i],
+                                                        sv.filtered ? &keep : nullptr, &lq.exclude, out.least[i]);
         for (const LexicalHit& h : hits) {
             float s = std::numeric_limits<float>::quiet_NaN();
             if (h.id > 0) {

@@ -30,6 +30,12 @@ weighing as BM25 weighs it.
 Within one batch the engine ranks against the store as the batch's earlier
 items leave it (their new records and changed texts: the overlay), so each
 item of a batch is ranked as depositing the items one by one would rank it.
+
+The engine weighs each statement itself, in the one call that searches for
+it and on the same snapshot (``Engine.lexical(..., floor=...)``, which
+returns each statement's least score), and leaves out of its search the
+records that cannot reach that least score. ``weighed_queries`` is the
+reference it follows to the bit.
 """
 
 from __future__ import annotations

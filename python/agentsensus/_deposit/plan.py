@@ -30,7 +30,7 @@ from .. import _core
 from .._store.validation import MAX_OWNERS_PER_RECORD, MAX_STATEMENT_BYTES
 from ..policies import MergePolicy
 from ..records import JudgeRequest, Memory, Supersedes, candidate
-from .lexical_candidates import Cand, LexicalCandidates, weighed_queries
+from .lexical_candidates import Cand, LexicalCandidates
 
 __all__ = ["Item", "BatchPlanner"]
 
@@ -317,10 +317,9 @@ class BatchPlanner:
         engine, floor = planner.engine, getattr(planner, "lexical_floor", 0.0)
 
         def ask() -> tuple[Any, list[float]]:
-            if floor <= 0:  # every hit, as BM25 ranks it with every word
-                return engine.lexical(vecs, texts, k, overlay, vector, scope, shown), [0.0] * len(texts)
-            queries, floors = weighed_queries(engine.lexical_word_counts(texts, overlay, scope), floor)
-            return engine.lexical(vecs, queries, k, overlay, vector, scope, shown), floors
+            # One call, one snapshot: the engine weighs each text as weighed_queries does (floor 0: every word).
+            *answer, floors = engine.lexical(vecs, texts, k, overlay, vector, scope, shown, floor)
+            return answer, floors
 
         if len(planner._base) == 1:
             # A batch of one item: no later pass plans it again (Passes reuses its first plan).
