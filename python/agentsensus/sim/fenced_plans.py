@@ -1,0 +1,202 @@
+"""Plans fenced on memories: an agent's plan to go where a memory says someone is.
+
+When an agent announces that it will go somewhere to find someone
+(``I will go to the chapel to find Laertes.``) and a state record it holds
+says that person is there (``Laertes, as of round 7: Laertes is in the chapel.``,
+`world_facts`), it derives a plan in the store's Planfence lineage
+(``go to the chapel to meet Laertes``) from its goal and that memory
+(``fence.derive(..., memories=[record id])``). It carries the plan out the
+next round: the move there.
+
+With the fence on, the plan is guarded before the move: when its memory was
+superseded for the agent in between (it learned that the person moved or
+died), the guard replans once from what the agent recalls now (a current
+state record of that person) or blocks, and the agent then decides as it
+would without a plan. With the fence off (the control) the agent moves on
+the plan as made.
+
+`PlanCounts` counts, by the store's own versions (whether the agent holds
+a later record of the memory's chain, `world_facts.superseded_for`), not by
+the fence: plans made, plans carried out, plans whose memory was superseded
+for their agent when it came to act, and moves made on such a plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .accounts import in_sentence
+from .actions import Action
+from .agent_policy import AgentView, RecallNeed
+from .sim_embedder import CachedEmbedder
+from .world import World
+from .world_facts import FactBook, superseded_for
+
+__all__ = ["Plan", "PlanCounts", "PlanPolicy"]
+
+_MOVE_ORDER = 1_000_000.0  # as the memory policy's moves: moves to one place in a round are one entrance
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Go to ``place`` to meet ``person``: derived in ``round`` from state record ``memory``."""
+
+    agent: str
+    person: str
+    place: str
+    memory: int
+    round: int
+
+    @property
+    def key(self) -> str:
+        """The plan's key in the lineage."""
+        return f"{self.agent}/plan/meet {self.person}"
+
+    @property
+    def text(self) -> str:
+        """What the plan says."""
+        return f"go to {in_sentence(self.place)} to meet {self.person}"
+
+
+@dataclass
+class PlanCounts:
+    """What the plans came to (module docstring). ``caught``: guards that
+    found the plan stale; ``replanned``: of those, replans that made it
+    current; ``blocked``: guards that blocked the move."""
+
+    plans: int = 0
+    carried_out: int = 0
+    stale_plans: int = 0
+    stale_actions: int = 0
+    caught: int = 0
+    replanned: int = 0
+    blocked: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts by name."""
+        return asdict(self)
+
+
+class PlanPolicy:
+    """``inner`` (the memory policy) with plans fenced on the memories they came from."""
+
+    def __init__(
+        self,
+        inner: Any,
+        book: FactBook,
+        store: Any,
+        backend: Any,
+        embed: CachedEmbedder,
+        *,
+        fence: bool = True,
+        k: int = 5,
+    ) -> None:
+        self.inner, self.book, self.store, self.backend, self.embed = inner, book, store, backend, embed
+        self.fence, self.k = fence, k
+        self.plans: dict[str, Plan] = {}
+        self.counts = PlanCounts()
+
+    def begin_round(self, world: World, round: int) -> set[str] | None:
+        """The inner policy's."""
+        woke: set[str] | None = self.inner.begin_round(world, round)
+        return woke
+
+    def recall_need(self, agent: str, view: AgentView) -> RecallNeed | None:
+        """The inner policy's (a plan carried out needs no recall before it: the guard recalls)."""
+        ask = getattr(self.inner, "recall_need", None)
+        need = ask(agent, view) if callable(ask) else None
+        return need if isinstance(need, RecallNeed) else None
+
+    def decide(self, agent: str, view: AgentView) -> Action:
+        """Carry out a plan made in an earlier round, else decide as the inner policy, and plan on an intention."""
+        plan = self.plans.pop(agent, None)
+        if plan is not None and plan.round < view.round:
+            act = self._carry_out(plan, view)
+            if act is not None:
+                return act
+        action: Action = self.inner.decide(agent, view)
+        if action.kind == "say" and action.form == "intention" and action.subject:
+            self._plan(agent, action, view)
+        return action
+
+    # ------------------------------------------------------------ plans
+
+    def _state_row(self, person: str, rows: list[tuple[str, int]], here: str | None) -> tuple[str, int] | None:
+        """The first of ``rows`` (text, id) that is a state record putting ``person`` somewhere else."""
+        for text, rid in rows:
+            st = self.book.state_of(text)
+            if st is not None and st.subject == person and st.at is not None and st.at != here:
+                return st.at, rid
+        return None
+
+    def _derive(self, agent: str, person: str, place: str, memory: int, round: int) -> Plan:
+        plan = Plan(agent, person, place, memory, round)
+        fence = self.store.fence
+        goal = f"{agent}/goal"
+        version = fence.publish(goal, agent, f"find {person}")
+        fence.derive(plan.key, agent, plan.text, {goal: version}, memories=[memory])
+        return plan
+
+    def _plan(self, agent: str, action: Action, view: AgentView) -> None:
+        """A plan from the held state record that puts the intention's person at its place."""
+        held = sorted(view.stm.recalled, key=lambda r: -r.made)
+        rows = [(r.text, r.id) for r in held if in_sentence_of(r.text, action.text, self.book)]
+        found = self._state_row(action.subject, rows, view.place)
+        if found is None:
+            return
+        place, rid = found
+        self.plans[agent] = self._derive(agent, action.subject, place, rid, view.round)
+        self.counts.plans += 1
+
+    def _recall_state(self, agent: str, person: str, here: str | None) -> tuple[str, int] | None:
+        """What ``agent`` recalls now of where ``person`` is (current records only)."""
+        (q,) = self.embed([f"Where is {person}?"])
+        mems = self.backend.recall(agent, q, self.k)
+        return self._state_row(person, [(str(m.text), int(m.id)) for m in mems], here)
+
+    def _carry_out(self, plan: Plan, view: AgentView) -> Action | None:
+        """The plan's move, guarded when the fence is on; ``None``: no move on it."""
+        agent = plan.agent
+        self.counts.carried_out += 1
+        if superseded_for(self.store, plan.memory, agent):
+            self.counts.stale_plans += 1
+        if self.fence:
+            got = self._guard(plan, view)
+            if got is None:
+                return None
+            plan = got
+        if plan.place == view.place:
+            return None
+        if superseded_for(self.store, plan.memory, agent):
+            self.counts.stale_actions += 1
+        return Action("move", agent, place=plan.place, order=_MOVE_ORDER + view.places.index(plan.place))
+
+    def _guard(self, plan: Plan, view: AgentView) -> Plan | None:
+        """The fence's guard: the plan as it stands, replanned once, or ``None`` when blocked."""
+        from agentsensus import StalePlanError  # the engine's, imported with the store
+
+        made: list[Plan] = []
+
+        def replan(_check: Any) -> None:
+            self.counts.caught += 1
+            found = self._recall_state(plan.agent, plan.person, view.place)
+            if found is None:
+                raise LookupError(f"{plan.agent} recalls no place where {plan.person} is")
+            made.append(self._derive(plan.agent, plan.person, found[0], found[1], view.round))
+
+        try:
+            self.store.fence.guard(plan.key, replan=replan)
+        except StalePlanError:
+            self.counts.blocked += 1
+            return None
+        if made:
+            self.counts.replanned += 1
+            return made[-1]
+        return plan
+
+
+def in_sentence_of(text: str, intention: str, book: FactBook) -> bool:
+    """Whether held row ``text`` is a state record whose place the intention names."""
+    st = book.state_of(text)
+    return st is not None and st.at is not None and in_sentence(st.at).lower() in intention.lower()
