@@ -13,8 +13,8 @@ from typing import Any, Mapping
 
 from . import svg
 from .backend import MemoryGraph
-from .report_figures import heatmap_figure, interaction_figure, memory_figure
 from .report_facts import facts_section
+from .report_figures import heatmap_figure, interaction_figure, memory_figure
 
 __all__ = ["ReportData", "PAPER", "render_report"]
 
