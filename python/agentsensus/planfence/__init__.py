@@ -7,5 +7,16 @@ the `transport` module, imported only by whoever serves or fetches heads
 from __future__ import annotations
 
 from .fence import Check, Fence, Link, Stale, StalePlanError, UnknownKeyError, value_digest
+from .memory_links import MEMORY_OWNER, memory_key
 
-__all__ = ["Fence", "Link", "Stale", "Check", "StalePlanError", "UnknownKeyError", "value_digest"]
+__all__ = [
+    "Fence",
+    "Link",
+    "Stale",
+    "Check",
+    "StalePlanError",
+    "UnknownKeyError",
+    "value_digest",
+    "memory_key",
+    "MEMORY_OWNER",
+]

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequenc
 from .. import _core
 from .._store.validation import check_owner, check_text
 from ..errors import Error
+from . import memory_links as mem
 
 __all__ = ["Fence", "Link", "Stale", "Check", "StalePlanError", "UnknownKeyError", "value_digest"]
 
@@ -123,14 +124,61 @@ def _check_version(v: Any, name: str) -> int:
     return int(v)
 
 
-def _check_inputs(inputs: Any) -> list[tuple[str, int]]:
+def _check_inputs(inputs: Any, memories: int = 0) -> list[tuple[str, int]]:
     if not isinstance(inputs, Mapping):
         raise TypeError(f"inputs must be a mapping of key -> version, got {type(inputs).__name__}")
-    if not inputs:
+    if not inputs and not memories:
         raise ValueError("inputs is empty: a derived item needs at least one input")
-    if len(inputs) > MAX_INPUTS:
-        raise ValueError(f"inputs has {len(inputs)} entries; the limit is {MAX_INPUTS}")
+    if len(inputs) + memories > MAX_INPUTS:
+        with_memories = f" and {memories} memories" if memories else ""
+        raise ValueError(f"inputs has {len(inputs)} entries{with_memories}; the limit is {MAX_INPUTS}")
     return [(check_key(k, f"inputs key {k!r}"), _check_version(v, f"inputs[{k!r}]")) for k, v in inputs.items()]
+
+
+def _check_memories(memories: Any) -> list[int]:
+    """Record ids, distinct, in the order given (checked live later)."""
+    if memories is None:
+        return []
+    if isinstance(memories, (str, bytes, int)):
+        raise TypeError(f"memories must be an iterable of record ids, got {type(memories).__name__}")
+    try:
+        ids = list(memories)
+    except TypeError:
+        raise TypeError(f"memories must be an iterable of record ids, got {type(memories).__name__}") from None
+    for i, rid in enumerate(ids):
+        if isinstance(rid, bool) or not isinstance(rid, int):
+            raise TypeError(f"memories[{i}] must be a record id (int), got {type(rid).__name__}")
+    return list(dict.fromkeys(int(r) for r in ids))
+
+
+def _own_key(key: Any) -> str:
+    """A key publish or derive may write: not a memory link's."""
+    key = check_key(key)
+    if key.startswith(mem.PREFIX):
+        raise ValueError(f"key {key!r} has the form of a memory link (memory:...): link records with memories=")
+    return key
+
+
+def _own_owner(owner: Any) -> str:
+    owner = check_owner(owner)
+    if owner == mem.MEMORY_OWNER:
+        raise ValueError(f"owner {owner!r} is reserved for this store's memory links")
+    return owner
+
+
+def _check_observed_memory(key: str, owner: str, version: int) -> None:
+    """An observed memory link names a record of the store answering for
+    ``owner`` (``memory:<id>@<owner>``) at the version it is live at, its id."""
+    if not key.startswith(mem.PREFIX):
+        return
+    parsed = mem.parse_memory_key(key)
+    if parsed is None or parsed[1] != owner:
+        raise ValueError(f"key {key!r} is not a memory link of owner {owner!r}: write memory:<id>@{owner}")
+    if version != parsed[0]:
+        raise ValueError(
+            f"{key!r} is observed at version {parsed[0]}, its record's id, while it is live; "
+            f"version {version} says record {version} superseded it: observe memory:{version}@{owner}"
+        )
 
 
 def _check_scope(scope: Any) -> Optional[list[str]]:
@@ -210,55 +258,115 @@ class Fence:
     # -- writes ------------------------------------------------------------------
 
     def _write(self, op: _core._LineageOp) -> int:
+        return self._write_ops([op])[-1]
+
+    def _write_ops(self, ops: list[_core._LineageOp]) -> list[int]:
+        """Applies ``ops`` in one transaction (or stages them inside a
+        replan); returns each op's version."""
         lin = self._l()
         if self._store.readonly:
             raise Error(f"the store at {self._store.path} is open read-only")
         staged: Optional[list[_core._LineageOp]] = getattr(self._local, "staged", None)
         if staged is None:
-            return int(_core_call(lin.apply, [op], True)[0])
+            return [int(v) for v in _core_call(lin.apply, ops, True)]
         # Inside a replan: validate and number against what it staged so far;
         # commit only if the replan returns.
-        versions = _core_call(lin.apply, staged + [op], False)
-        staged.append(op)
-        v = int(versions[-1])
+        versions = [int(v) for v in _core_call(lin.apply, staged + ops, False)[len(staged) :]]
+        staged.extend(ops)
         heads: dict[str, int] = self._local.heads
-        key = op[1]
-        if op[0] is not _core.LineageKind.observe:
-            heads[key] = v
-        else:  # an observed version is the head only if it is newer
-            try:
+        for op, v in zip(ops, versions):
+            key = op[1]
+            if op[0] is not _core.LineageKind.observe:
+                heads[key] = v
+                continue
+            try:  # an observed version is the head only if it is newer
                 committed = int(lin.info(key)[1])
             except KeyError:
                 committed = 0
             heads[key] = max(v, heads.get(key, 0), committed)
-        return v
+        return versions
 
     def publish(self, key: str, owner: str, value: Value) -> int:
         """Makes a new head version of base input ``key`` (versions start at
         1; identical content still makes a new version). Returns it."""
-        key = check_key(key)
-        owner = check_owner(owner)
+        key = _own_key(key)
+        owner = _own_owner(owner)
         data = _check_value(value)
         return self._write((_core.LineageKind.publish, key, owner, value_digest(data), data, 0, []))
 
-    def derive(self, key: str, owner: str, value: Value, inputs: Mapping[str, int]) -> int:
+    def derive(
+        self,
+        key: str,
+        owner: str,
+        value: Value,
+        inputs: Mapping[str, int],
+        *,
+        memories: Optional[Iterable[int]] = None,
+    ) -> int:
         """Makes a new version of derived item ``key`` recording the exact
         ``inputs`` versions it was made from. Every input version must exist
-        here (``UnknownKeyError`` otherwise). Returns the new version."""
-        key = check_key(key)
-        owner = check_owner(owner)
+        here (``UnknownKeyError`` otherwise). Returns the new version.
+
+        ``memories``: ids of records of this store the item was also made
+        from. Each must be a live record (stored, and the last of its chain
+        of versions: nothing superseded it), else ``ValueError`` and nothing
+        is written. Each is linked as input ``memory:<id>`` (owner
+        ``"(memories)"``) at version ``id``, in the same transaction as the
+        new version; ``check`` finds the item stale once a memory is
+        superseded or deleted. ``inputs`` may be empty when ``memories`` is
+        not."""
+        key = _own_key(key)
+        owner = _own_owner(owner)
         data = _check_value(value)
-        links = _check_inputs(inputs)
-        return self._write((_core.LineageKind.derive, key, owner, value_digest(data), data, 0, links))
+        ids = _check_memories(memories)
+        links = _check_inputs(inputs, len(ids))
+        ops = self._memory_ops(ids)
+        links += [(mem.memory_key(rid), rid) for rid in ids]
+        ops.append((_core.LineageKind.derive, key, owner, value_digest(data), data, 0, links))
+        return self._write_ops(ops)[-1]
+
+    def _memory_ops(self, ids: list[int]) -> list[_core._LineageOp]:
+        """The observe ops that put memory links into the lineage (once per
+        record, and the lineage's marker once): every id checked live first,
+        so a refusal writes nothing. A record superseded between this read and
+        the commit is linked at its own id all the same: the next check finds
+        it stale."""
+        if not ids:
+            return []
+        engine = self._store._handles().engine
+        texts = [mem.live_text(engine, rid, f"memories[{i}]") for i, rid in enumerate(ids)]
+        ops: list[_core._LineageOp] = []
+        for key, version, text in [(mem.MARKER_KEY, 1, mem.MARKER_VALUE)] + [
+            (mem.memory_key(rid), rid, t.encode("utf-8")) for rid, t in zip(ids, texts)
+        ]:
+            if not self._knows(key):
+                ops.append((_core.LineageKind.observe, key, mem.MEMORY_OWNER, value_digest(text), text, version, []))
+        return ops
+
+    def _knows(self, key: str) -> bool:
+        if getattr(self._local, "staged", None) is not None and key in self._local.heads:
+            return True
+        return self._knows_committed(key)
+
+    def _knows_committed(self, key: str) -> bool:
+        try:
+            self._l().info(key)
+        except KeyError:
+            return False
+        return True
 
     def observe(self, key: str, owner: str, version: int, value: Value) -> int:
         """Records ``version`` of ``key`` as its owner (another store) has it,
         so that items derived here can link to it. Observing a version again
         with the same content does nothing; with other content it raises
-        ``ValueError``."""
+        ``ValueError``. A record of another store is observed as key
+        ``memory:<id>@<owner>`` (``owner``: whose heads server holds it) at
+        version ``id``, the version it has while live (what
+        ``HeadsClient.fetch`` returns for it then)."""
         key = check_key(key)
-        owner = check_owner(owner)
+        owner = _own_owner(owner)
         version = _check_version(version, "version")
+        _check_observed_memory(key, owner, version)
         data = _check_value(value)
         return self._write((_core.LineageKind.observe, key, owner, value_digest(data), data, version, []))
 
@@ -312,7 +420,9 @@ class Fence:
         sc = _check_scope(scope)
         lin = self._l()
         if heads is None:
-            return self._result(_core_call(lin.check_local, key, sc), {})
+            if not self._knows_committed(mem.MARKER_KEY):  # no memory links here: one snapshot in the engine
+                return self._result(_core_call(lin.check_local, key, sc), {})
+            heads = _LocalHeads(self)
         return self._ask(lin, _core_call(lin.prepare, key, sc), heads)
 
     def check_all(self, *, heads: Any = None) -> Check:
@@ -323,10 +433,54 @@ class Fence:
 
     def answer(self, owner: str, query: bytes) -> bytes:
         """The owner's side of a head query: answers an encoded query from
-        this store's heads (what a heads server sends back)."""
+        this store's heads (what a heads server sends back). A memory link
+        ``memory:<id>@<owner>`` this lineage does not hold is answered from
+        this store's records: the version record ``id`` stands at (see
+        `memory_links`)."""
         if not isinstance(query, (bytes, bytearray, memoryview)):
             raise TypeError(f"query must be bytes, got {type(query).__name__}")
-        return bytes(self._l().answer(check_owner(owner), bytes(query)))
+        owner, q = check_owner(owner), bytes(query)
+        if owner == mem.MEMORY_OWNER:
+            return self._memory_answer(mem.decode_query_keys(q))
+        out = bytes(self._l().answer(owner, q))
+        if b":" not in q:  # no key in it has the memory form
+            return out
+        pairs = mem.decode_answer(out)
+        if all(head for head, _ in pairs):
+            return out
+        engine = None
+        for i, k in enumerate(mem.decode_query_keys(q)):
+            parsed = mem.parse_memory_key(k) if not pairs[i][0] else None
+            if parsed is not None and parsed[1] == owner:
+                engine = engine or self._store._handles().engine
+                pairs[i] = (mem.memory_head(engine, parsed[0]), False)
+        return bytes(_core.Lineage.encode_answer(pairs))
+
+    def memory_value(self, owner: str, key: str) -> Optional[tuple[int, bytes]]:
+        """What a heads server sends for a value request of memory link
+        ``key`` (``memory:<id>@<owner>``) this lineage does not hold: the
+        version record ``id`` stands at and that record's text; ``None``
+        for any other key, or a record that is gone."""
+        owner, key = check_owner(owner), check_key(key)
+        parsed = mem.parse_memory_key(key)
+        if parsed is None or parsed[1] != owner or self._knows_committed(key):
+            return None
+        engine = self._store._handles().engine
+        head = mem.memory_head(engine, parsed[0])
+        text = mem.record_text(engine, head) if head else None
+        return None if text is None else (head, text.encode("utf-8"))
+
+    def _memory_answer(self, keys: Sequence[str]) -> bytes:
+        """This store's answer for its own memory links (owner `MEMORY_OWNER`)."""
+        engine = self._store._handles().engine
+        pairs: list[tuple[int, bool]] = []
+        for k in keys:
+            parsed = mem.parse_memory_key(k)
+            if parsed is not None and parsed[1] is None:
+                pairs.append((mem.memory_head(engine, parsed[0]), False))
+            else:  # the marker stands at its one version; anything else is unknown
+                pairs.append((1 if k == mem.MARKER_KEY else 0, False))
+        return bytes(_core.Lineage.encode_answer(pairs))
 
     def guard(
         self,
@@ -376,13 +530,16 @@ class Fence:
     def _ask(self, lin: Any, prepared: Any, heads: Any) -> Check:
         groups = prepared.groups()
         errors: dict[str, str] = {}
+        # This store's memory links are answered here, never sent to a heads source.
+        mine = [g[0] == mem.MEMORY_OWNER for g in groups]
+        asked = [g for g, m in zip(groups, mine) if not m]
         if hasattr(heads, "ask_encoded"):
             try:
-                replies = heads.ask_encoded({owner: query for owner, query, _ in groups})
+                replies = heads.ask_encoded({owner: query for owner, query, _ in asked}) if asked else {}
             except Exception as e:  # the client itself failed: every owner is unanswered
-                replies = {owner: e for owner, _, _ in groups}
+                replies = {owner: e for owner, _, _ in asked}
             answers: list[Optional[bytes]] = []
-            for owner, _, _ in groups:
+            for owner, _, _ in asked:
                 r = replies.get(owner) if isinstance(replies, Mapping) else None
                 if isinstance(r, (bytes, bytearray)):
                     answers.append(bytes(r))
@@ -390,10 +547,13 @@ class Fence:
                     answers.append(None)
                     errors[owner] = str(r) if isinstance(r, BaseException) else "no answer"
         elif callable(heads):
-            answers = self._ask_callables(heads, groups, errors)
+            answers = self._ask_callables(heads, asked, errors)
         else:
             raise TypeError("heads must be None, a callable heads(owner, keys), or a client with ask_encoded")
-        return self._result(lin.finish(prepared, answers), errors)
+        if any(mine):
+            rest = iter(answers)
+            answers = [self._memory_answer([k for k, _, _ in g[2]]) if m else next(rest) for g, m in zip(groups, mine)]
+        return self._result(lin.finish(prepared, answers), errors, self._explainer(heads))
 
     def _ask_callables(self, heads: HeadsFn, groups: Sequence[_Group], errors: dict[str, str]) -> list[Optional[bytes]]:
         def one(group: _Group) -> Optional[bytes]:
@@ -428,13 +588,55 @@ class Fence:
             return list(pool.map(one, groups))
 
     @staticmethod
-    def _result(raw: _core._CheckResult, errors: Mapping[str, str]) -> Check:
+    def _result(
+        raw: _core._CheckResult,
+        errors: Mapping[str, str],
+        explain: Optional[Callable[[str, str, int, int], Optional[str]]] = None,
+    ) -> Check:
         current, rows, asked, size = raw
-        stale = [
-            Stale(k, o, rec, head or None, _stale_reason(k, o, rec, head, why, errors.get(o)))
-            for k, o, rec, head, why in rows
-        ]
+        stale = []
+        for k, o, rec, head, why in rows:
+            reason = None
+            if explain is not None and (why is _MOVED or why is _UNKNOWN) and k.startswith(mem.PREFIX):
+                reason = explain(k, o, rec, head)
+            if reason is None:
+                reason = _stale_reason(k, o, rec, head, why, errors.get(o))
+            stale.append(Stale(k, o, rec, head or None, reason))
         return Check(bool(current), stale, int(asked), int(size))
+
+    def _explainer(self, heads: Any) -> Callable[[str, str, int, int], Optional[str]]:
+        """Reasons for stale memory links, naming the memory and the record
+        that superseded it: texts from this store's records, else from the
+        text the link recorded and (remote) the owner's value of the link."""
+
+        def explain(key: str, owner: str, recorded: int, head: int) -> Optional[str]:
+            parsed = mem.parse_memory_key(key)
+            if parsed is None or recorded != parsed[0]:
+                return None
+            rid, remote = parsed
+            if remote is None and owner == mem.MEMORY_OWNER:
+                engine = self._store._handles().engine
+                old = mem.record_text(engine, rid)
+                new = mem.record_text(engine, head) if head else None
+                where = ""
+            elif remote == owner:
+                old, new, where = None, None, f" at owner {owner!r}"
+                if head and hasattr(heads, "fetch"):
+                    try:
+                        version, value = heads.fetch(owner, key)
+                        new = bytes(value).decode("utf-8", "replace") if version == head else None
+                    except Exception:
+                        pass  # the reason goes without the newer text
+            else:
+                return None
+            if old is None:
+                try:
+                    old = bytes(self._l().value(key, recorded)).decode("utf-8", "replace")
+                except KeyError:
+                    pass
+            return mem.memory_reason(rid, where, old, head or None, new)
+
+        return explain
 
 
 class _LocalHeads:

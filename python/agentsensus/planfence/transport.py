@@ -55,6 +55,7 @@ from .._store.validation import check_owner
 from ..errors import Error
 from . import transport_auth as auth
 from .fence import check_key
+from .memory_links import MEMORY_OWNER
 from .transport_auth import MAX_CLOCK_SKEW, MIN_TOKEN_BYTES, new_token, read_token_file
 
 if TYPE_CHECKING:
@@ -273,6 +274,8 @@ class HeadsServer:
         if not names:
             raise ValueError("owners is empty: a heads server serves at least one owner")
         self.owners = frozenset(check_owner(o, "owners") for o in names)
+        if MEMORY_OWNER in self.owners:
+            raise ValueError(f"owner {MEMORY_OWNER!r} is reserved: a store answers its memory links itself")
         if not isinstance(host, str) or not host:
             raise ValueError(f"host must be a non-empty str, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
@@ -478,7 +481,12 @@ class HeadsServer:
             version = self._fence.head(key)
             value = self._fence.value(key, version)
         except KeyError:
-            _refuse(404, _NOT_FOUND)
+            # A record of this store, asked for as memory:<id>@<owner>: the
+            # record that stands for it now and its text.
+            memory = self._fence.memory_value(owner, key)
+            if memory is None:
+                _refuse(404, _NOT_FOUND)
+            version, value = memory
         v = str(version)
         headers = {"X-Version": v, **self._sealed(_OP_VALUE, owner, nonce, digest, v.encode(), value)}
         return web.Response(body=value, content_type=_OCTET, headers=headers)
