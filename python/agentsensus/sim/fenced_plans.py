@@ -1,24 +1,30 @@
 """Plans fenced on memories: an agent's plan to go where a memory says someone is.
 
-When an agent announces that it will go somewhere to find someone
-(``I will go to the chapel to find Laertes.``) and a state record it holds
-says that person is there (``Laertes, as of round 7: Laertes is in the chapel.``,
-`world_facts`), it derives a plan in the store's Planfence lineage
-(``go to the chapel to meet Laertes``) from its goal and that memory
-(``fence.derive(..., memories=[record id])``). It carries the plan out the
-next round: the move there.
+When an agent seeks someone absent (its goal ``find Laertes``) and a state
+record it recalled says that person is elsewhere (``Laertes, as of round 7:
+Laertes is in the chapel.``, `world_facts`), it derives a plan in the
+store's Planfence lineage (``go to the chapel to meet Laertes``) from its
+goal and that memory (``fence.derive(..., memories=[record id])``). It
+carries the plan out the next round, before anything else: the move there
+(a commitment: the plan is not dropped when the goal changes meanwhile; the
+fence is what checks it).
 
-With the fence on, the plan is guarded before the move: when its memory was
-superseded for the agent in between (it learned that the person moved or
-died), the guard replans once from what the agent recalls now (a current
-state record of that person) or blocks, and the agent then decides as it
-would without a plan. With the fence off (the control) the agent moves on
-the plan as made.
+With the fence on, the plan is guarded before the move. The fence judges a
+memory by the record: a plan is stale once any owner's statement superseded
+its memory, whether or not the agent learned of it (per-owner validity
+decides what the agent recalls, not what the fence reports). A stale plan is
+replanned once from what the agent recalls now (a current state record of
+that person, which must itself be the newest of its chain) or blocked, and
+the agent then decides as it would without a plan. A memory already
+superseded when the plan is made cannot be linked: the fence refuses the
+plan (``refused``). With the fence off (the control) no plan goes through
+the fence and the agent moves on the plan as made.
 
-`PlanCounts` counts, by the store's own versions (whether the agent holds
-a later record of the memory's chain, `world_facts.superseded_for`), not by
-the fence: plans made, plans carried out, plans whose memory was superseded
-for their agent when it came to act, and moves made on such a plan.
+`PlanCounts` counts by the store's own versions, not by the fence: a plan
+is *stale* for its agent when the agent holds a later record of its
+memory's chain (`world_facts.superseded_for`: it learned of the change), and
+*outdated* when any later record exists (someone learned of it). Both are
+counted when the plan is carried out, and again for the moves made on it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from .accounts import in_sentence
 from .actions import Action
 from .agent_policy import AgentView, RecallNeed
 from .sim_embedder import CachedEmbedder
+from .stm import GOAL_FIND
 from .world import World
 from .world_facts import FactBook, superseded_for
 
@@ -63,12 +70,16 @@ class Plan:
 class PlanCounts:
     """What the plans came to (module docstring). ``caught``: guards that
     found the plan stale; ``replanned``: of those, replans that made it
-    current; ``blocked``: guards that blocked the move."""
+    current; ``blocked``: guards that blocked the move; ``refused``: plans the
+    fence would not derive (their memory was superseded already)."""
 
     plans: int = 0
+    refused: int = 0
     carried_out: int = 0
     stale_plans: int = 0
+    outdated_plans: int = 0
     stale_actions: int = 0
+    outdated_actions: int = 0
     caught: int = 0
     replanned: int = 0
     blocked: int = 0
@@ -109,16 +120,14 @@ class PlanPolicy:
         return need if isinstance(need, RecallNeed) else None
 
     def decide(self, agent: str, view: AgentView) -> Action:
-        """Carry out a plan made in an earlier round, else decide as the inner policy, and plan on an intention."""
+        """Carry out the plan made last round, else decide as the inner policy; then plan from what it holds."""
         plan = self.plans.pop(agent, None)
-        if plan is not None and plan.round < view.round:
-            act = self._carry_out(plan, view)
-            if act is not None:
-                return act
-        action: Action = self.inner.decide(agent, view)
-        if action.kind == "say" and action.form == "intention" and action.subject:
-            self._plan(agent, action, view)
-        return action
+        act = self._carry_out(plan, view) if plan is not None and plan.round < view.round else None
+        if act is None:
+            act = self.inner.decide(agent, view)
+        if agent not in self.plans:
+            self._plan(agent, view)
+        return act
 
     # ------------------------------------------------------------ plans
 
@@ -131,22 +140,32 @@ class PlanPolicy:
         return None
 
     def _derive(self, agent: str, person: str, place: str, memory: int, round: int) -> Plan:
+        """The plan, written to the lineage when the fence is on (``ValueError``: memory superseded)."""
         plan = Plan(agent, person, place, memory, round)
+        if not self.fence:
+            return plan
         fence = self.store.fence
         goal = f"{agent}/goal"
         version = fence.publish(goal, agent, f"find {person}")
         fence.derive(plan.key, agent, plan.text, {goal: version}, memories=[memory])
         return plan
 
-    def _plan(self, agent: str, action: Action, view: AgentView) -> None:
-        """A plan from the held state record that puts the intention's person at its place."""
+    def _plan(self, agent: str, view: AgentView) -> None:
+        """A plan to meet the one it seeks, from the newest held state record that puts them elsewhere."""
+        goal = view.stm.goals.peek() or ""
+        person = goal[len(GOAL_FIND) :] if goal.startswith(GOAL_FIND) else ""
+        if not person or person in view.present:
+            return
         held = sorted(view.stm.recalled, key=lambda r: -r.made)
-        rows = [(r.text, r.id) for r in held if in_sentence_of(r.text, action.text, self.book)]
-        found = self._state_row(action.subject, rows, view.place)
+        found = self._state_row(person, [(r.text, r.id) for r in held], view.place)
         if found is None:
             return
         place, rid = found
-        self.plans[agent] = self._derive(agent, action.subject, place, rid, view.round)
+        try:
+            self.plans[agent] = self._derive(agent, person, place, rid, view.round)
+        except ValueError:  # the memory is no longer the newest of its chain: no plan may link it
+            self.counts.refused += 1
+            return
         self.counts.plans += 1
 
     def _recall_state(self, agent: str, person: str, here: str | None) -> tuple[str, int] | None:
@@ -158,9 +177,11 @@ class PlanPolicy:
     def _carry_out(self, plan: Plan, view: AgentView) -> Action | None:
         """The plan's move, guarded when the fence is on; ``None``: no move on it."""
         agent = plan.agent
+        if plan.place == view.place:
+            return None  # it went there already: nothing left to carry out
         self.counts.carried_out += 1
-        if superseded_for(self.store, plan.memory, agent):
-            self.counts.stale_plans += 1
+        self.counts.stale_plans += self._stale(plan)
+        self.counts.outdated_plans += self._outdated(plan)
         if self.fence:
             got = self._guard(plan, view)
             if got is None:
@@ -168,9 +189,17 @@ class PlanPolicy:
             plan = got
         if plan.place == view.place:
             return None
-        if superseded_for(self.store, plan.memory, agent):
-            self.counts.stale_actions += 1
+        self.counts.stale_actions += self._stale(plan)
+        self.counts.outdated_actions += self._outdated(plan)
         return Action("move", agent, place=plan.place, order=_MOVE_ORDER + view.places.index(plan.place))
+
+    def _stale(self, plan: Plan) -> int:
+        """1 when the plan's memory is superseded for its agent (it learned of the change)."""
+        return int(superseded_for(self.store, plan.memory, plan.agent))
+
+    def _outdated(self, plan: Plan) -> int:
+        """1 when any later record of the plan's memory exists (someone learned of the change)."""
+        return int(self.store.get(plan.memory).superseded_by is not None)
 
     def _guard(self, plan: Plan, view: AgentView) -> Plan | None:
         """The fence's guard: the plan as it stands, replanned once, or ``None`` when blocked."""
@@ -180,7 +209,7 @@ class PlanPolicy:
 
         def replan(_check: Any) -> None:
             self.counts.caught += 1
-            found = self._recall_state(plan.agent, plan.person, view.place)
+            found = self._recall_state(plan.agent, plan.person, None)  # here too: then no move is needed
             if found is None:
                 raise LookupError(f"{plan.agent} recalls no place where {plan.person} is")
             made.append(self._derive(plan.agent, plan.person, found[0], found[1], view.round))
@@ -194,9 +223,3 @@ class PlanPolicy:
             self.counts.replanned += 1
             return made[-1]
         return plan
-
-
-def in_sentence_of(text: str, intention: str, book: FactBook) -> bool:
-    """Whether held row ``text`` is a state record whose place the intention names."""
-    st = book.state_of(text)
-    return st is not None and st.at is not None and in_sentence(st.at).lower() in intention.lower()
