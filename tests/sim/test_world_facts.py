@@ -146,3 +146,17 @@ def test_the_fence_keeps_a_stale_plan_from_acting(tmp_path: Path, embed: CachedE
             assert anna_moves == ["the garden", "the hall"]  # she went where he no longer is
     finally:
         backend.close()
+
+
+def test_listeners_of_a_retold_state_learn_it() -> None:
+    world = _world()
+    from agentsensus.sim.actions import apply_actions
+
+    (enter,), _ = apply_actions(world, [Action("move", "Ben", place="the hall")], 1)
+    book = FactBook()
+    (text,) = book.learners([enter])["Anna"]
+    world.move("Dan", "the garden")
+    world.move("Anna", "the garden")
+    (told,), _ = apply_actions(world, [Action("say", "Anna", "Ben is in the hall.", to=("Dan",))], 2)
+    learned = book.learners([told], [(told, text)])
+    assert learned == {"Dan": [text]}  # the listener, not the speaker; a say changes no fact itself
