@@ -181,13 +181,11 @@ class ConsensusBackend:
             out.extend(store.merges())
         return out
 
-    def fork(self, path: str | Path, *, wrap: Callable[[Any], Any] | None = None) -> "ConsensusBackend":
+    def fork(self, path: str | Path) -> "ConsensusBackend":
         """A copy of this backend's stores at ``path``, to run on from the same state.
 
         The stores are closed for the copy (so the files on disk are whole)
-        and reopened; the copy starts where this backend is. ``wrap(judge)``
-        makes the copy's judge from its copy of this one's (a judge that also
-        knows the world's state facts, `world_facts.FactJudge`).
+        and reopened; the copy starts where this backend is.
         """
         keys = list(self.stores)
         for store in self.stores.values():
@@ -208,11 +206,20 @@ class ConsensusBackend:
             twin.judge = copy.deepcopy(self.judge)
         except Exception:  # noqa: BLE001 - a judge holding a client or a lock is shared
             twin.judge = self.judge
-        if wrap is not None:
-            twin.judge = wrap(twin.judge)
         twin._kw = dict(self._kw, judge=twin.judge)
         twin.stores = {k: self._Store(str(twin._dir(k, keys)), **twin._kw) for k in keys}
         return twin
+
+    def rejudge(self, wrap: Callable[[Any], Any]) -> None:
+        """Reopens the stores judged by ``wrap(judge)`` (a judge that also knows
+        the world's state facts, `world_facts.FactJudge`); closed for it, so the
+        files are whole."""
+        keys = list(self.stores)
+        for store in self.stores.values():
+            store.close()
+        self.judge = wrap(self.judge)
+        self._kw = dict(self._kw, judge=self.judge)
+        self.stores = {k: self._Store(str(self._dir(k, keys)), **self._kw) for k in keys}
 
     def text_of(self, rid: int) -> str:
         """The text of record ``rid`` (as `graph` numbers it)."""

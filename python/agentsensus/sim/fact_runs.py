@@ -40,7 +40,8 @@ def _one(runner: Any, sed: Any, rounds: int, label: str, *, cache_policy: str, f
     sed.forks += 1
     world, ledger = sed.world.fork(), sed.ledger.fork()
     path = runner.store_dir / f"facts-{id(sed):x}-run{sed.forks}"
-    backend = sed.backend.fork(path, wrap=lambda judge: FactJudge(judge, book))
+    backend = sed.backend.fork(path)
+    backend.rejudge(lambda judge: FactJudge(judge, book))
     try:
         plans = PlanPolicy(runner.policy(), book, backend.stores[""], backend, runner.embed, fence=fence)
         kernel = Kernel(
