@@ -12,9 +12,12 @@ _COLUMNS = (
     ("state statements", "states"),
     ("linked to an older state", "linked"),
     ("plans", "plans"),
+    ("refused by the fence", "refused"),
     ("carried out", "carried_out"),
-    ("plans on superseded memories", "stale_plans"),
-    ("moves on a stale plan", "stale_actions"),
+    ("plans stale for their agent", "stale_plans"),
+    ("moves on them", "stale_actions"),
+    ("plans outdated", "outdated_plans"),
+    ("moves on them", "outdated_actions"),
     ("caught by the fence", "caught"),
     ("replanned", "replanned"),
     ("blocked", "blocked"),
@@ -37,11 +40,14 @@ def facts_section(metrics: Mapping[str, Any]) -> list[str]:
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>",
         "<p class='note'>Two more runs of the consensus store from its sediment: whoever learns of an "
         "entrance, an exit or a death (its witnesses, or listeners of a speaker who retells it) deposits "
-        "the new state, which supersedes the older state for them only. An agent that announces it will "
-        "go to find someone derives a plan from the state record it recalled, and moves on it the next "
-        "round. <i>fence_on</i> guards the plan first (replan once from what it recalls now, or block); "
-        "<i>fence_off</i> is the control. A plan on a superseded memory is one whose record its agent "
-        f"had seen superseded by the time it acted: moves on a stale plan {on.get('stale_actions', 0)} of "
-        f"{on.get('stale_plans', 0)} with the fence, {off.get('stale_actions', 0)} of "
-        f"{off.get('stale_plans', 0)} without.</p>",
+        "the new state, which supersedes the older state for them only. An agent seeking someone absent "
+        "derives a plan from a recalled state record that puts them elsewhere, and moves on it the next "
+        "round. <i>fence_on</i> derives it through the fence (refused when its memory was superseded "
+        "already) and guards the move (replan once from what it recalls now, or block); <i>fence_off</i> "
+        "is the control. A plan is stale for its agent when the agent had learned of a later state by the "
+        "time it acted, outdated when anyone had. Moves on a stale plan: "
+        f"{on.get('stale_actions', 0)} of {on.get('stale_plans', 0)} with the fence, "
+        f"{off.get('stale_actions', 0)} of {off.get('stale_plans', 0)} without; on an outdated plan: "
+        f"{on.get('outdated_actions', 0)} of {on.get('outdated_plans', 0)} with, "
+        f"{off.get('outdated_actions', 0)} of {off.get('outdated_plans', 0)} without.</p>",
     ]
