@@ -16,11 +16,12 @@ from agentsensus.sim.account_judge import AccountJudge
 from agentsensus.sim.actions import Action
 from agentsensus.sim.agent_policy import AgentView, RecallNeed
 from agentsensus.sim.consensus import ConsensusBackend
+from agentsensus.sim.fact_judge import FactJudge
 from agentsensus.sim.fenced_plans import PlanPolicy
 from agentsensus.sim.kernel import Kernel
 from agentsensus.sim.sim_embedder import CachedEmbedder
 from agentsensus.sim.world import World
-from agentsensus.sim.world_facts import FactBook, FactJudge, State, changes, statement
+from agentsensus.sim.world_facts import FactBook, State, changes, statement
 
 PLACES = ["the hall", "the garden", "the chapel"]
 # (round, agent) -> action; everyone else observes.

@@ -212,7 +212,7 @@ class ConsensusBackend:
 
     def rejudge(self, wrap: Callable[[Any], Any]) -> None:
         """Reopens the stores judged by ``wrap(judge)`` (a judge that also knows
-        the world's state facts, `world_facts.FactJudge`); closed for it, so the
+        the world's state facts, `fact_judge.FactJudge`); closed for it, so the
         files are whole."""
         keys = list(self.stores)
         for store in self.stores.values():

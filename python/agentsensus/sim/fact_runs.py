@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fact_judge import FactJudge
 from .fenced_plans import PlanPolicy
 from .kernel import Kernel
 from .progress import Progress
-from .world_facts import FactBook, FactJudge
+from .world_facts import FactBook
 
 __all__ = ["fact_runs"]
 

@@ -22,7 +22,7 @@ the fence and the agent moves on the plan as made.
 
 `PlanCounts` counts by the store's own versions, not by the fence: a plan
 is *stale* for its agent when the agent holds a later record of its
-memory's chain (`world_facts.superseded_for`: it learned of the change), and
+memory's chain (`superseded_for`: it learned of the change), and
 *outdated* when any later record exists (someone learned of it). Both are
 counted when the plan is carried out, and again for the moves made on it.
 """
@@ -38,9 +38,9 @@ from .agent_policy import AgentView, RecallNeed
 from .sim_embedder import CachedEmbedder
 from .stm import GOAL_FIND
 from .world import World
-from .world_facts import FactBook, superseded_for
+from .world_facts import FactBook
 
-__all__ = ["Plan", "PlanCounts", "PlanPolicy"]
+__all__ = ["Plan", "PlanCounts", "PlanPolicy", "superseded_for"]
 
 _MOVE_ORDER = 1_000_000.0  # as the memory policy's moves: moves to one place in a round are one entrance
 
@@ -223,3 +223,10 @@ class PlanPolicy:
             self.counts.replanned += 1
             return made[-1]
         return plan
+
+
+def superseded_for(store: Any, rid: int, owner: str) -> bool:
+    """Whether record ``rid`` is superseded for ``owner``: it holds a later record of its chain."""
+    chain = [int(m.id) for m in store.chain(rid)]
+    later = chain[chain.index(rid) + 1 :] if rid in chain else []
+    return any(owner in store.get(x).owners for x in later)

@@ -8,25 +8,20 @@ round 7: Laertes is in the chapel.``): its witnesses, and whoever hears a speake
 retell a state it holds.
 
 `FactBook` keeps, per statement text, the subject and state the world gave
-it. `FactJudge` wraps the simulation's judge: a statement of a new state
-supersedes a candidate that states an older state of the same subject
-(``Supersedes(id)``), known from the book (what the world's events said),
-never from the words; every other statement goes to the wrapped judge with
-the state records out of its candidates, so an account never merges into a
-state. The store's per-owner validity then retires the old state for those
-who learned the new one only.
+it: what `fact_judge.FactJudge` reads to answer ``Supersedes(id)`` for the
+older state of the same subject. The store's per-owner validity then
+retires the old state for those who learned the new one only.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from .accounts import in_sentence
 from .world import Event
 
-__all__ = ["State", "changes", "statement", "FactBook", "FactJudge", "superseded_for"]
+__all__ = ["State", "changes", "statement", "FactBook"]
 
 
 @dataclass(frozen=True)
@@ -113,54 +108,3 @@ class FactBook:
                 if w not in ev.actors and text not in out.get(w, []):
                     out.setdefault(w, []).append(text)
         return out
-
-
-class FactJudge:
-    """A judge that knows state facts from the `FactBook`, around ``inner`` for everything else."""
-
-    def __init__(self, inner: Any, book: FactBook) -> None:
-        self.inner, self.book = inner, book
-
-    @property
-    def name(self) -> str:
-        """The wrapped judge's name."""
-        return str(getattr(self.inner, "name", type(self.inner).__name__))
-
-    def _supersedes(self, state: State, candidates: Sequence[Any]) -> Any:
-        """``Supersedes`` of the newest candidate stating an older state of the same subject, or ``None``."""
-        from agentsensus import Supersedes  # the engine's verdict type, imported with the store
-
-        older = [c for c in candidates if (s := self.book.state_of(c.text)) is not None and s.subject == state.subject]
-        if not older:
-            self.book.unlinked += 1
-            return None
-        self.book.linked += 1
-        return Supersedes(max(int(c.id) for c in older))
-
-    def __call__(self, requests: Sequence[Any]) -> list[Any]:
-        verdicts: list[Any] = [None] * len(requests)
-        rest: list[int] = []
-        for i, r in enumerate(requests):
-            state = self.book.state_of(r.statement)
-            if state is not None:
-                verdicts[i] = self._supersedes(state, r.candidates)
-            else:
-                rest.append(i)
-        if rest:
-            asked = [
-                dataclasses.replace(
-                    requests[i],
-                    candidates=[c for c in requests[i].candidates if self.book.state_of(c.text) is None],
-                )
-                for i in rest
-            ]
-            for i, v in zip(rest, self.inner(asked)):
-                verdicts[i] = v
-        return verdicts
-
-
-def superseded_for(store: Any, rid: int, owner: str) -> bool:
-    """Whether record ``rid`` is superseded for ``owner``: it holds a later record of its chain."""
-    chain = [int(m.id) for m in store.chain(rid)]
-    later = chain[chain.index(rid) + 1 :] if rid in chain else []
-    return any(owner in store.get(x).owners for x in later)
