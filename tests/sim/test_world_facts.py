@@ -161,3 +161,4 @@ def test_listeners_of_a_retold_state_learn_it() -> None:
     (told,), _ = apply_actions(world, [Action("say", "Anna", "Ben is in the hall.", to=("Dan",))], 2)
     learned = book.learners([told], [(told, text)])
     assert learned == {"Dan": [text]}  # the listener, not the speaker; a say changes no fact itself
+    assert book.told == 1

@@ -67,6 +67,7 @@ def _one(runner: Any, sed: Any, rounds: int, label: str, *, cache_policy: str, f
             "rounds": kernel.logs[-1].round,
             "source_states": source,
             "states": book.learned,
+            "told": book.told,
             "linked": book.linked,
             "unlinked": book.unlinked,
             **plans.counts.as_dict(),

@@ -10,6 +10,7 @@ __all__ = ["facts_section"]
 #: (column, key of a fact run's counts)
 _COLUMNS = (
     ("state statements", "states"),
+    ("of them told", "told"),
     ("linked to an older state", "linked"),
     ("plans", "plans"),
     ("refused by the fence", "refused"),

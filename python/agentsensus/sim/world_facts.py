@@ -66,13 +66,15 @@ def statement(state: State) -> str:
 class FactBook:
     """Every state statement the world produced: its text -> its `State`.
 
-    ``learned`` counts statements deposited, ``linked`` those the judge
+    ``learned`` counts statements deposited (``told`` of them heard from a
+    speaker, the rest witnessed), ``linked`` those the judge
     linked after an older state, ``unlinked`` those that found no older
     state of their subject among the store's candidates.
     """
 
     states: dict[str, State] = field(default_factory=dict)
     learned: int = 0
+    told: int = 0
     linked: int = 0
     unlinked: int = 0
     _ids: dict[str, int] = field(default_factory=dict)
@@ -107,4 +109,5 @@ class FactBook:
             for w in ev.witnesses:
                 if w not in ev.actors and text not in out.get(w, []):
                     out.setdefault(w, []).append(text)
+                    self.told += 1
         return out
