@@ -28,12 +28,26 @@ def fact_runs(runner: Any, sed: Any, rounds: int, label: str, *, cache_policy: s
     """``{"fence_on": counts, "fence_off": counts}`` from two runs of ``rounds`` rounds on copies of ``sed``.
 
     ``runner`` and ``sed`` are the runner's (`runner._Runner`, `runner._Sedimented`
-    of the consensus store); the runs step here, not on a placement.
+    of the consensus store). The runs step here: with a placement (``--ray``),
+    whose stores are actors, they start from a sediment of their own made
+    here, the same store as the placement's (the Ray run equals the local one).
     """
-    return {
-        name: _one(runner, sed, rounds, f"{label} facts {name}", cache_policy=cache_policy, fence=fence)
-        for name, fence in (("fence_on", True), ("fence_off", False))
-    }
+    placement = runner.placement
+    own = None
+    if placement is not None:
+        runner.placement = None
+        try:
+            own = sed = runner.sediment("consensus", f"{label} facts sediment")
+        finally:
+            runner.placement = placement
+    try:
+        return {
+            name: _one(runner, sed, rounds, f"{label} facts {name}", cache_policy=cache_policy, fence=fence)
+            for name, fence in (("fence_on", True), ("fence_off", False))
+        }
+    finally:
+        if own is not None:
+            own.backend.close()
 
 
 def _one(runner: Any, sed: Any, rounds: int, label: str, *, cache_policy: str, fence: bool) -> dict[str, Any]:

@@ -612,8 +612,7 @@ def _consensus_extras(
         "recall_off": {"consensus": _control_row(off_recall)},
         "merge_off": {"consensus": _control_row(off)},
     }
-    if runner.placement is None:  # the state-fact runs step here; a placement's store is an actor's
-        metrics["facts"] = fact_runs(runner, sed, rounds, label, cache_policy=cache_policy)
+    metrics["facts"] = fact_runs(runner, sed, rounds, label, cache_policy=cache_policy)
     keys = (
         "sediment",
         "sim",
