@@ -125,7 +125,7 @@ class PlanPolicy:
         act = self._carry_out(plan, view) if plan is not None and plan.round < view.round else None
         if act is None:
             act = self.inner.decide(agent, view)
-        if agent not in self.plans:
+        if agent not in self.plans and act.kind != "move":  # one on its way plans when it gets there
             self._plan(agent, view)
         return act
 
