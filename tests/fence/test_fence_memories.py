@@ -4,12 +4,13 @@ owner's statement) or deleted, naming the memory and its successor."""
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Iterator
 
 import pytest
 from agentsensus import StalePlanError, Store, Supersedes, embedders
-from agentsensus.planfence import MEMORY_OWNER, memory_key
+from agentsensus.planfence import MEMORY_OWNER, UnknownKeyError, memory_key
 from agentsensus.planfence.transport import HeadsServer
 
 
@@ -135,6 +136,11 @@ def test_bad_memories_are_refused_and_nothing_is_written(mstore):
         with pytest.raises(error, match=match):
             f.derive("plan", "A", "x", {"menu": 1}, memories=memories)
         assert f.keys() == before
+    # The links go in the plan version's transaction: a plan refused for its
+    # inputs leaves no memory link behind.
+    with pytest.raises(UnknownKeyError):
+        f.derive("plan", "A", "x", {"menu": 2}, memories=[1])
+    assert f.keys() == before
 
 
 def test_superseded_and_deleted_records_are_not_live(mstore):
@@ -201,3 +207,19 @@ def test_memory_links_inside_a_replan_are_kept_only_if_it_returns(mstore):
     with pytest.raises(StalePlanError, match="no flights"):
         f.guard("trip", replan=fails)
     assert memory_key(berlin) not in f.keys() and f.head("trip") == 1
+
+
+def test_memory_links_survive_export_and_import(tmp_path):
+    from agentsensus.io.export import export_jsonl
+    from agentsensus.io.importer import import_jsonl
+
+    buf = io.StringIO()
+    with open_store(os.fspath(tmp_path / "a")) as s:
+        paris = s.deposit("A", ["Alice lives in Paris"], round=1).ids[0]
+        s.fence.derive("trip", "A", "meet Alice in Paris", {}, memories=[paris])
+        export_jsonl(s, buf)
+    import_jsonl(buf.getvalue().splitlines(), os.fspath(tmp_path / "b"))
+    with open_store(os.fspath(tmp_path / "b")) as s:
+        assert s.fence.check("trip").current
+        berlin = s.deposit("B", ["Alice moved to Berlin"], round=2).ids[0]
+        assert [(x.key, x.head) for x in s.fence.check("trip").stale] == [(memory_key(paris), berlin)]

@@ -153,17 +153,17 @@ def _check_memories(memories: Any) -> list[int]:
 
 def _own_key(key: Any) -> str:
     """A key publish or derive may write: not a memory link's."""
-    key = check_key(key)
-    if key.startswith(mem.PREFIX):
-        raise ValueError(f"key {key!r} has the form of a memory link (memory:...): link records with memories=")
-    return key
+    checked = check_key(key)
+    if checked.startswith(mem.PREFIX):
+        raise ValueError(f"key {checked!r} has the form of a memory link (memory:...): link records with memories=")
+    return checked
 
 
 def _own_owner(owner: Any) -> str:
-    owner = check_owner(owner)
-    if owner == mem.MEMORY_OWNER:
-        raise ValueError(f"owner {owner!r} is reserved for this store's memory links")
-    return owner
+    checked = check_owner(owner)
+    if checked == mem.MEMORY_OWNER:
+        raise ValueError(f"owner {checked!r} is reserved for this store's memory links")
+    return checked
 
 
 def _check_observed_memory(key: str, owner: str, version: int) -> None:
@@ -204,6 +204,8 @@ def _core_call(fn: Callable[..., Any], *args: Any) -> Any:
 # The engine's StaleWhy members, bound once: a check reads a reason per stale
 # row, and an enum attribute lookup costs about 100 ns.
 _MOVED, _UNKNOWN, _MALFORMED = _core.StaleWhy.moved, _core.StaleWhy.unknown, _core.StaleWhy.malformed
+_MARKER_QUERY = bytes(_core.Lineage.encode_query([(mem.MARKER_KEY, 1)]))
+_UNKNOWN_ANSWER = bytes(_core.Lineage.encode_answer([(0, False)]))
 
 
 def _stale_reason(
@@ -242,8 +244,12 @@ class Fence:
 
     Beside publish, derive, check and guard: ``observe`` (record a version another store owns,
     so plans here can link to it), ``owner``, ``value``, ``keys``,
-    ``check_all`` (all-key validation) and ``answer`` (the owner's side of a
-    head query, for transports).
+    ``check_all`` (all-key validation), ``answer`` and ``memory_value`` (the
+    owner's side of a head or value query, for transports).
+
+    ``derive(..., memories=[ids])`` also links records of the store: the
+    plan is stale once one of them is superseded or deleted (see
+    `memory_links`).
     """
 
     def __init__(self, store: LineageHost) -> None:
@@ -415,14 +421,28 @@ class Fence:
         callable ``heads(owner, keys)``; or a transport client with
         ``ask_encoded``). A key missing from an answer, or an owner that fails
         to answer, makes the check not current. A head that moved to content
-        with the recorded digest is still current (early cutoff)."""
+        with the recorded digest is still current (early cutoff). This
+        store's memory links (``derive(..., memories=)``) are answered from
+        its records, never sent to ``heads``: a memory is stale once
+        superseded or deleted."""
         key = check_key(key)
         sc = _check_scope(scope)
         lin = self._l()
         if heads is None:
-            if not self._knows_committed(mem.MARKER_KEY):  # no memory links here: one snapshot in the engine
-                return self._result(_core_call(lin.check_local, key, sc), {})
-            heads = _LocalHeads(self)
+            # Without memory links the engine checks on one snapshot; with them
+            # they are answered from the records, the rest by the engine.
+            if self._has_memory_links(lin):
+                prepared = _core_call(lin.prepare, key, sc)
+                groups = prepared.groups()
+                if any(owner == mem.MEMORY_OWNER for owner, _, _ in groups):
+                    answers: list[Optional[bytes]] = [
+                        self._memory_answer([k for k, _, _ in links])
+                        if owner == mem.MEMORY_OWNER
+                        else bytes(lin.answer(owner, query))
+                        for owner, query, links in groups
+                    ]
+                    return self._result(lin.finish(prepared, answers), {}, self._explainer(None))
+            return self._result(_core_call(lin.check_local, key, sc), {})
         return self._ask(lin, _core_call(lin.prepare, key, sc), heads)
 
     def check_all(self, *, heads: Any = None) -> Check:
@@ -469,6 +489,13 @@ class Fence:
         head = mem.memory_head(engine, parsed[0])
         text = mem.record_text(engine, head) if head else None
         return None if text is None else (head, text.encode("utf-8"))
+
+    @staticmethod
+    def _has_memory_links(lin: Any) -> bool:
+        """Whether the lineage holds the marker of memory links: asked as a
+        head query, which answers an unknown key without raising (a raised
+        KeyError would cost more than a whole small check)."""
+        return bool(lin.answer(mem.MEMORY_OWNER, _MARKER_QUERY) != _UNKNOWN_ANSWER)
 
     def _memory_answer(self, keys: Sequence[str]) -> bytes:
         """This store's answer for its own memory links (owner `MEMORY_OWNER`)."""

@@ -116,7 +116,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def decode_query_keys(query: bytes) -> list[str]:
-    """The keys of an encoded head query, in order (heads_codec.hpp);
+    """The keys of an encoded head query, in order (the engine's heads codec);
     ``ValueError`` when malformed."""
     if len(query) < 2 or query[0] != 0x01:
         raise ValueError("malformed head query")
