@@ -329,3 +329,14 @@ def test_cluster_labels_are_whole_and_the_heatmap_names_its_scale_and_backend() 
     heat = heatmap_figure(g, ["Horatio", "Marcellus"], {"Horatio", "Marcellus"}, backend="Consensus (agentsensus)")
     assert "square-root scale" in heat.svg and "Consensus (agentsensus)" in heat.svg
     assert "square root of the count" in heat.caption and "for all 2 agents" in heat.caption
+
+
+def test_fact_runs_are_reported_fence_on_and_off(tiny_run) -> None:  # type: ignore[no-untyped-def]
+    m, out = tiny_run
+    on, off = m["facts"]["fence_on"], m["facts"]["fence_off"]
+    # The tiny play's entrances, exits and deaths: the same source states in both runs, some superseding.
+    assert on["source_states"] == off["source_states"] > 0 and on["linked"] > 0
+    assert on["stale_actions"] == on["outdated_actions"] == 0  # the guard lets no move on a stale plan through
+    assert off["caught"] == off["refused"] == off["blocked"] == 0  # no fence in the control
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Changes of state, and plans fenced on memories" in html

@@ -160,4 +160,4 @@ def _apply(world: World, action: Action, actors: tuple[str, ...], round: int, wh
     targets = tuple(t for t in action.to if t not in actors)
     for dead in action.dies:
         world.kill(dead)
-    return Event(seq, round, "act", place, actors, action.text, targets, witnesses, when=when)
+    return Event(seq, round, "act", place, actors, action.text, targets, witnesses, when=when, dies=action.dies)

@@ -210,6 +210,17 @@ class ConsensusBackend:
         twin.stores = {k: self._Store(str(twin._dir(k, keys)), **twin._kw) for k in keys}
         return twin
 
+    def rejudge(self, wrap: Callable[[Any], Any]) -> None:
+        """Reopens the stores judged by ``wrap(judge)`` (a judge that also knows
+        the world's state facts, `fact_judge.FactJudge`); closed for it, so the
+        files are whole."""
+        keys = list(self.stores)
+        for store in self.stores.values():
+            store.close()
+        self.judge = wrap(self.judge)
+        self._kw = dict(self._kw, judge=self.judge)
+        self.stores = {k: self._Store(str(self._dir(k, keys)), **self._kw) for k in keys}
+
     def text_of(self, rid: int) -> str:
         """The text of record ``rid`` (as `graph` numbers it)."""
         if self.merging:

@@ -46,6 +46,7 @@ from .sim_embedder import CachedEmbedder
 from .stm import GOAL_FIND, ActionCache, CacheEntry, Question, Recalled, ShortTermMemory
 from .variation import Variation
 from .world import Event, World
+from .world_facts import FactBook
 
 __all__ = ["RoundLog", "Said", "RecallCall", "Deposit", "Kernel"]
 
@@ -130,6 +131,7 @@ class Kernel:
         variation: Variation | None = None,
         ledger: Ledger | None = None,
         warn: Callable[[str], None] | None = None,
+        facts: FactBook | None = None,
     ) -> None:
         self.world, self.policy, self.backend, self.embed = world, policy, backend, embed
         self.k = k
@@ -145,6 +147,8 @@ class Kernel:
         self._observed: dict[str, int] = {}  # agent -> world events it has looked over
         self._held: dict[str, list[Recalled]] = {}  # agent -> the rows its decision could draw on
         self._witnessed = "witnesses" in inspect.signature(backend.remember).parameters
+        # With a fact book, whoever learns of a change of state deposits the new state (world_facts).
+        self.facts = facts
         for a in world.agents:
             self.memory_of(a)
 
@@ -245,6 +249,41 @@ class Kernel:
         self.logs.append(log)
         self.start_after_source()
         return log
+
+    def learn_source_facts(self, batches: Iterable[Sequence[Event]]) -> int:
+        """Round 0 of a run with a fact book: every change of state in the source
+        (an entrance, an exit, a death) becomes its witnesses' statement of the
+        new state, batch by batch in the source's order, so each later state
+        supersedes the earlier one for those who learned it. Returns how many."""
+        if self.facts is None:
+            raise ValueError("learn_source_facts needs a kernel made with facts=FactBook()")
+        log = RoundLog(0)  # its own: the sediment's log may be shared by other runs
+        n = 0
+        for events in batches:
+            pending = self._state_deposits(events, [])
+            self._remember(pending, log)
+            n += sum(len(p[1]) for p in pending)
+        return n
+
+    def _state_deposits(self, events: Sequence[Event], said: Sequence[Said]) -> list[_Pending]:
+        """With a fact book: each learner's statements of the new states ``events`` made
+        (as a witness, or as a listener of a say that retold a state its speaker held)."""
+        book = self.facts
+        if book is None:
+            return []
+        by_seq = {ev.seq: ev for ev in events}
+        retold = []
+        for s in said:
+            row = next((h for h in self._held.get(s.agent, []) if h.id == s.basis), None)
+            if row is not None and book.state_of(row.text) is not None and s.seq in by_seq:
+                retold.append((by_seq[s.seq], row.text))
+        out: list[_Pending] = []
+        for owner, texts in book.learners(events, retold).items():
+            book.learned += len(texts)
+            # A state statement reports a fact of its own: negative ids keep it apart from events' facts.
+            facts: list[Fact] = [(-1 - book.number(t), -1) for t in texts]
+            out.append((owner, texts, facts, [frozenset({owner})] * len(texts)))
+        return out
 
     # ------------------------------------------------------------ recall
 
@@ -449,7 +488,8 @@ class Kernel:
             p = self._accounts_of(act.agent, mine)
             pending.append(p if p is not None else (act.agent, [], [], []))
         self._update_stm(actions, events, results, readings, pending)
-        stored = iter(self._remember([p for p in pending if p[1]], log))
+        states = self._state_deposits(events, log.said)
+        stored = iter(self._remember([p for p in pending if p[1]] + states, log))
         for act, p in zip(order, pending):
             ids, merged = next(stored) if p[1] else ([], [])
             log.acted.append(Deposit(r, act.agent, act.kind, tuple(ids), tuple(merged)))

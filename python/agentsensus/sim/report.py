@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from . import svg
 from .backend import MemoryGraph
+from .report_facts import facts_section
 from .report_figures import heatmap_figure, interaction_figure, memory_figure
 
 __all__ = ["ReportData", "PAPER", "render_report"]
@@ -655,6 +656,7 @@ def render_report(metrics: Mapping[str, Any], data: ReportData) -> str:
         _sharing(backends),
         _judge(backends),
         _controls(metrics),
+        facts_section(metrics),
         _model(metrics),
         _judge_levels(metrics),
         _cache_and_merging(metrics),

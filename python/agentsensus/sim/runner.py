@@ -38,6 +38,7 @@ from .backend import BACKENDS, MemoryBackend
 from .blas import single_blas_thread
 from .collaborative import CollaborativeBackend
 from .controls import NoMergeBackend, RecallOff
+from .fact_runs import fact_runs
 from .g_memory import GMemoryBackend
 from .generative_agents import GenerativeAgentsBackend
 from .goals import seek_lists
@@ -611,6 +612,7 @@ def _consensus_extras(
         "recall_off": {"consensus": _control_row(off_recall)},
         "merge_off": {"consensus": _control_row(off)},
     }
+    metrics["facts"] = fact_runs(runner, sed, rounds, label, cache_policy=cache_policy)
     keys = (
         "sediment",
         "sim",

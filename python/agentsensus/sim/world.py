@@ -27,7 +27,7 @@ class Event:
 
     ``kind``: ``say``, ``enter``, ``exit`` or ``act``. ``actors`` did it
     (speakers, movers, the doer; empty for a sound), ``targets`` are its
-    addressees or objects. ``when`` is the world's clock in words ("scene 3"
+    addressees or objects, ``dies`` who died by an act. ``when`` is the world's clock in words ("scene 3"
     while the source is sedimented, "round 7" after), which accounts of moves
     and acts state. The world's ``seq`` identifies the event for the
     simulation's own bookkeeping (provenance); no memory backend or judge
@@ -44,6 +44,7 @@ class Event:
     witnesses: tuple[str, ...] = ()
     aside: bool = False
     when: str = ""
+    dies: tuple[str, ...] = ()  # who died by it (an act): a fact the world changed
 
 
 @dataclass
