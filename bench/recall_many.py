@@ -25,9 +25,10 @@ from agentsensus import Store, _core
 from datasets import corpus_queries
 from scale_stores import corpus_store
 
-# recall_many converts each answer to Memory objects while the engine makes
-# the rest (the default), or after them all (_core.recall_many_overlap).
-WAYS = ("recall one by one", "recall_many", "recall_many, converting after")
+# recall_many converts the answers to Memory objects after the engine made
+# them all (the default), or each while the engine makes the rest
+# (_core.recall_many_overlap(True)).
+WAYS = ("recall one by one", "recall_many", "recall_many, converting meanwhile")
 
 
 def main() -> None:
@@ -50,7 +51,7 @@ def main() -> None:
         assert s.recall_many(pairs, k=a.k) == [s.recall(o, q, k=a.k) for o, q in pairs], "answers differ"
         for r in range(a.repeats):
             for way in WAYS if r % 2 == 0 else WAYS[::-1]:
-                _core.recall_many_overlap(way != "recall_many, converting after")
+                _core.recall_many_overlap(way == "recall_many, converting meanwhile")
                 t, c = time.perf_counter(), time.process_time()
                 if way == "recall one by one":
                     for o, q in pairs:
@@ -59,7 +60,7 @@ def main() -> None:
                     s.recall_many(pairs, k=a.k)
                 times[way].append(time.perf_counter() - t)
                 cpu[way].append(time.process_time() - c)
-        _core.recall_many_overlap(True)
+        _core.recall_many_overlap(False)
     qps = {way: a.batch / statistics.median(t) for way, t in times.items()}
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"N={a.n} dim 384, owners {a.owners}, batch {a.batch}, k={a.k}, {a.repeats} repeats")

@@ -44,10 +44,14 @@ std::chrono::nanoseconds keep_gil_below{30000};
 constexpr size_t kKeepGilOwners = 1 << 16;
 std::unordered_map<std::string, bool> short_recall;
 
-// recall_many_memories converts answers while the engine makes the rest
+// recall_many_memories can convert answers while the engine makes the rest
 // (recall_many_overlap sets it, so a bench can set the two side by side);
-// this thread wakes for every kWakeEvery answers finished, not for each.
-bool overlap_conversion = true;
+// this thread then wakes for every kWakeEvery answers finished, not for
+// each. Off by default: the engine's workers already use every core, and
+// on an idle 2-core machine converting after them all was faster (1.36x to
+// 1.50x one-by-one recall, against 1.15x to 1.25x overlapped:
+// bench/recall_many.py, bench/notes/2026-12-03-recall-many.md).
+bool overlap_conversion = false;
 constexpr size_t kWakeEvery = 8;
 
 std::string short_recall_key(const Engine& e, const std::string& owner) {
