@@ -435,6 +435,8 @@ private:
     // Deletes a record's said rows, all (owner 0) or one owner's; zeroes each
     // value in place first, so the words leave the live page too.
     void delete_said(MDB_txn* txn, uint64_t id, uint32_t owner);
+    // fn(key, entry) for each of a record's said rows, n ascending (none without the table).
+    void each_said(MDB_txn* txn, uint64_t id, const std::function<void(const MDB_val&, const SaidEntry&)>& fn);
     void scrub_del(MDB_txn* txn, MDB_dbi dbi, MDB_val key);
     void retext_said(MDB_txn* txn, uint64_t id, std::string_view after);
     void scrub_merges(MDB_txn* txn, uint64_t id, uint32_t owner, const std::unordered_set<std::string>* texts);

@@ -103,21 +103,12 @@ void StoreImpl::unlink_versions(MDB_txn* txn, uint64_t id) {
 uint32_t StoreImpl::joined_round(MDB_txn* txn, uint32_t oid, uint64_t id) {
     bool found = false;
     uint32_t first = 0;
-    if (has_said_) {
-        Cursor c(txn, db_.said);
-        auto from = said_key(id, 0);
-        MDB_val k = val(from.data(), from.size()), v;
-        bool more = c.op(k, v, MDB_SET_RANGE);
-        while (more && k.mv_size == 16 && std::memcmp(k.mv_data, from.data(), 8) == 0) {
-            SaidEntry e;
-            if (!decode_said(v, e)) throw Corrupt("a statement of record " + std::to_string(id) + " is damaged");
-            if (e.owner == oid && (!found || e.round < first)) {
-                first = e.round;
-                found = true;
-            }
-            more = c.op(k, v, MDB_NEXT);
+    each_said(txn, id, [&](const MDB_val&, const SaidEntry& e) {
+        if (e.owner == oid && (!found || e.round < first)) {
+            first = e.round;
+            found = true;
         }
-    }
+    });
     if (found) return first;
     Be64 rk(id);
     MDB_val rv;

@@ -187,25 +187,30 @@ void StoreImpl::retext_said(MDB_txn* txn, uint64_t id, std::string_view after) {
     }
 }
 
-void StoreImpl::delete_said(MDB_txn* txn, uint64_t id, uint32_t oid) {
+// Calls fn(key, entry) for each of record id's said rows, n ascending;
+// Corrupt on a row that does not decode.
+void StoreImpl::each_said(MDB_txn* txn, uint64_t id, const std::function<void(const MDB_val&, const SaidEntry&)>& fn) {
     if (!has_said_) return;
-    std::vector<std::array<unsigned char, 16>> keys;
-    {
-        Cursor c(txn, db_.said);
-        auto from = said_key(id, 0);
-        MDB_val k = val(from.data(), from.size()), v;
-        bool more = c.op(k, v, MDB_SET_RANGE);
-        while (more && k.mv_size == 16 && std::memcmp(k.mv_data, from.data(), 8) == 0) {
-            SaidEntry e;
-            if (!decode_said(v, e)) throw Corrupt("a statement of record " + std::to_string(id) + " is damaged");
-            if (oid == 0 || e.owner == oid) {
-                std::array<unsigned char, 16> key{};
-                std::memcpy(key.data(), k.mv_data, 16);
-                keys.push_back(key);
-            }
-            more = c.op(k, v, MDB_NEXT);
-        }
+    Cursor c(txn, db_.said);
+    auto from = said_key(id, 0);
+    MDB_val k = val(from.data(), from.size()), v;
+    bool more = c.op(k, v, MDB_SET_RANGE);
+    while (more && k.mv_size == 16 && std::memcmp(k.mv_data, from.data(), 8) == 0) {
+        SaidEntry e;
+        if (!decode_said(v, e)) throw Corrupt("a statement of record " + std::to_string(id) + " is damaged");
+        fn(k, e);
+        more = c.op(k, v, MDB_NEXT);
     }
+}
+
+void StoreImpl::delete_said(MDB_txn* txn, uint64_t id, uint32_t oid) {
+    std::vector<std::array<unsigned char, 16>> keys;
+    each_said(txn, id, [&](const MDB_val& k, const SaidEntry& e) {
+        if (oid != 0 && e.owner != oid) return;
+        std::array<unsigned char, 16> key{};
+        std::memcpy(key.data(), k.mv_data, 16);
+        keys.push_back(key);
+    });
     for (const auto& key : keys) scrub_del(txn, db_.said, val(key.data(), key.size()));
 }
 
@@ -219,13 +224,8 @@ std::vector<SaidRow> StoreImpl::said_rows(MDB_txn* txn, uint64_t id) {
         RecordHeader h;
         if (agentsensus::get(txn, db_.records, val(rk.b, 8), rv)) decode_record(rv, h, record_text);
     }
-    Cursor c(txn, db_.said);
-    auto from = said_key(id, 0);
-    MDB_val k = val(from.data(), from.size()), v;
-    bool more = c.op(k, v, MDB_SET_RANGE);
-    while (more && k.mv_size == 16 && std::memcmp(k.mv_data, from.data(), 8) == 0) {
-        SaidEntry e;
-        if (!decode_said(v, e) || (e.vector.size() != 0 && e.vector.size() != dim_ * sizeof(float)))
+    each_said(txn, id, [&](const MDB_val& k, const SaidEntry& e) {
+        if (e.vector.size() != 0 && e.vector.size() != dim_ * sizeof(float))
             throw Corrupt("a statement of record " + std::to_string(id) + " is damaged");
         SaidRow r;
         r.n = read_be64(static_cast<const unsigned char*>(k.mv_data) + 8);
@@ -235,8 +235,7 @@ std::vector<SaidRow> StoreImpl::said_rows(MDB_txn* txn, uint64_t id) {
         r.vector.resize(e.vector.size() / sizeof(float));
         std::memcpy(r.vector.data(), e.vector.data(), e.vector.size());
         out.push_back(std::move(r));
-        more = c.op(k, v, MDB_NEXT);
-    }
+    });
     return out;
 }
 
