@@ -247,6 +247,17 @@ class Run:
     wall: float
 
 
+def deposit_stream(s: Store, stream: list[tuple[str, str, int]], vecs: np.ndarray, batch: int) -> None:
+    """The stream into ``s``: one statement per ``deposit`` (batch 0), or
+    ``deposit_many`` batches of ``batch`` items."""
+    if batch == 0:
+        for (agent, text, _), v in zip(stream, vecs):
+            s.deposit(agent, [text], v[None])
+        return
+    for a in range(0, len(stream), batch):
+        s.deposit_many([(agent, [text], v[None]) for (agent, text, _), v in zip(stream[a:], vecs[a:])][:batch])
+
+
 def run(stream: list[tuple[str, str, int]], vecs: np.ndarray, lexical: int, batch: int, **opts: Any) -> Run:
     """Deposits the stream into a new store; batch 0: item by item."""
     oracle = Oracle({t: f for _, t, f in stream})
@@ -256,14 +267,7 @@ def run(stream: list[tuple[str, str, int]], vecs: np.ndarray, lexical: int, batc
             merge_policy=keep_first, sync=False, exact_cutoff=1 << 17, **opts,
         ) as s:  # fmt: skip
             t0, c0 = time.perf_counter(), time.process_time()
-            if batch == 0:
-                for (agent, text, _), v in zip(stream, vecs):
-                    s.deposit(agent, [text], v[None])
-            else:
-                for a in range(0, len(stream), batch):
-                    s.deposit_many(
-                        [(agent, [text], v[None]) for (agent, text, _), v in zip(stream[a:], vecs[a:])][:batch]
-                    )
+            deposit_stream(s, stream, vecs, batch)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             records = s.stats().records
     return Run(oracle.requests, oracle.shown, oracle.calls, records, cpu, wall)

@@ -44,7 +44,7 @@ os.environ.setdefault("OPENAI_API_KEY", "unused-offline")  # mem0 builds an Open
 
 from agentsensus import Store, judges  # noqa: E402
 from agentsensus.embedders import HashEmbedder  # noqa: E402
-from judge_requests import make_stream  # noqa: E402
+from judge_requests import deposit_stream, make_stream  # noqa: E402
 from llm_fake_endpoint import CountingEndpoint  # noqa: E402
 
 Stream = list[tuple[str, str, int]]
@@ -56,17 +56,7 @@ def run_agentsensus(stream: Stream, vecs: np.ndarray, url: str, batch: int) -> i
     judge = judges.llm("fake-model", base_url=url, api_key="fake")
     with tempfile.TemporaryDirectory() as d:
         with Store(os.path.join(d, "s"), dim=vecs.shape[1], judge=judge, sync=False) as s:
-            if batch == 0:
-                for (agent, text, _), v in zip(stream, vecs):
-                    s.deposit(agent, [text], v[None])
-            else:
-                for a in range(0, len(stream), batch):
-                    s.deposit_many(
-                        [
-                            (agent, [text], v[None])
-                            for (agent, text, _), v in zip(stream[a : a + batch], vecs[a : a + batch])
-                        ]
-                    )
+            deposit_stream(s, stream, vecs, batch)
             return int(s.stats().records)
 
 

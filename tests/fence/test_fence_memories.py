@@ -9,18 +9,10 @@ import os
 from typing import Any, Iterator
 
 import pytest
-from agentsensus import StalePlanError, Store, Supersedes, embedders
+from agentsensus import StalePlanError, Store, embedders
 from agentsensus.planfence import MEMORY_OWNER, UnknownKeyError, memory_key
 from agentsensus.planfence.transport import HeadsServer
-
-
-def moves(requests: Any) -> list[Any]:
-    """A judge: a statement that someone moved supersedes the record about where they live."""
-    out: list[Any] = []
-    for r in requests:
-        who = r.statement.split()[0]
-        out.append(next((Supersedes(c.id) for c in r.candidates if "moved" in r.statement and who in c.text), None))
-    return out
+from owner_process import moves
 
 
 def open_store(path: str) -> Store:

@@ -7,48 +7,18 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Iterator, Optional
+from typing import Iterator
 
 import pytest
 from agentsensus import StalePlanError, Store
 from agentsensus.planfence.transport import HeadsClient, HeadsServer, OwnerUnavailable
 from fake_owners import FakeOwner, echo_spoof
+from owner_client import Owner
 
 pytestmark = pytest.mark.slow  # owner processes over HTTP
 
 HERE = os.path.dirname(__file__)
 TOKEN = "the owners' shared token, 32 bytes"
-
-
-class Owner:
-    def __init__(self, path: str, owner: str, keys: list[str], token: Optional[str] = None) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), HEADS_TOKEN=token or "")
-        self.p = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "owner_process.py"), path, owner, *keys],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.token = token
-        line = self.p.stdout.readline()
-        assert line.startswith("listening "), line
-        self.url = line.split()[1]
-
-    def publish(self, key: str, value: str) -> int:
-        self.p.stdin.write(f"publish {key} {value}\n")
-        self.p.stdin.flush()
-        return int(self.p.stdout.readline().split()[1])
-
-    def stop(self) -> None:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGCONT)
-            self.p.stdin.close()
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
 
 
 @pytest.fixture

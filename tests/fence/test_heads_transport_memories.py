@@ -6,14 +6,13 @@ store's heads server, which answers from its records. First in one process
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 from agentsensus import StalePlanError, Store
 from agentsensus.planfence import memory_key
 from agentsensus.planfence.transport import HeadsClient, HeadsServer
+from owner_client import Owner
 from owner_process import moves
 
 HERE = os.path.dirname(__file__)
@@ -80,36 +79,6 @@ def test_a_server_answers_memories_only_as_the_owner_named_in_the_key(tmp_path):
         }
         with pytest.raises(KeyError):
             client.fetch("bob", memory_key(rid, "alice"))
-
-
-class Owner:
-    """An owner in its own process (owner_process.py), serving its heads."""
-
-    def __init__(self, path: str, owner: str) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), HEADS_TOKEN="")
-        self.p = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "owner_process.py"), path, owner],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        line = self.p.stdout.readline()
-        assert line.startswith("listening "), line
-        self.url = line.split()[1]
-
-    def say(self, command: str) -> int:
-        self.p.stdin.write(command + "\n")
-        self.p.stdin.flush()
-        return int(self.p.stdout.readline().split()[1])
-
-    def stop(self) -> None:
-        self.p.stdin.close()
-        try:
-            self.p.wait(10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
 
 
 @pytest.mark.slow  # an owner process over HTTP
