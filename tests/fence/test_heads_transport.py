@@ -17,7 +17,6 @@ from owner_client import Owner
 
 pytestmark = pytest.mark.slow  # owner processes over HTTP
 
-HERE = os.path.dirname(__file__)
 TOKEN = "the owners' shared token, 32 bytes"
 
 

@@ -15,7 +15,6 @@ from agentsensus.planfence.transport import HeadsClient, HeadsServer
 from owner_client import Owner
 from owner_process import moves
 
-HERE = os.path.dirname(__file__)
 ONE = [[1.0, 0.0, 0.0, 0.0]]  # one vector for all: every record is a candidate
 
 
