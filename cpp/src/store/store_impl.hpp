@@ -416,6 +416,7 @@ private:
     void put_links(MDB_txn* txn, uint64_t id, const Links& l);
     uint32_t joined_round(MDB_txn* txn, uint32_t oid, uint64_t id);
     bool current_for(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& f);
+    std::shared_ptr<const std::unordered_set<uint64_t>> superseded_ids(MDB_txn* txn);
     void supersede(MDB_txn* txn, uint64_t old_id, uint64_t new_id);
     void unlink_versions(MDB_txn* txn, uint64_t id);
     void read_links(MDB_txn* txn, uint64_t id, Row& row);
@@ -494,6 +495,16 @@ private:
     };
     std::mutex passing_mu_;
     std::vector<PassingIds> passing_;
+
+    // The records some record supersedes, as of one snapshot (LMDB's txn
+    // id), so that the validity check of a record nothing supersedes (almost
+    // every record) is a set lookup, not a read (store_versions.cpp).
+    struct Superseded {
+        size_t snapshot = 0;
+        std::shared_ptr<const std::unordered_set<uint64_t>> ids;
+    };
+    std::mutex superseded_mu_;
+    Superseded superseded_;
 };
 
 }  // namespace agentsensus

@@ -123,6 +123,7 @@ uint32_t StoreImpl::joined_round(MDB_txn* txn, uint32_t oid, uint64_t id) {
 // chain by then).
 bool StoreImpl::current_for(MDB_txn* txn, uint32_t oid, uint64_t id, const RecallFilter& f) {
     if (f.has_as_of() && joined_round(txn, oid, id) > f.as_of()) return false;
+    if (!superseded_ids(txn)->count(id)) return true;  // nothing supersedes it
     uint64_t next = links_of(txn, id).superseded_by;
     for (size_t steps = 0; next != 0; ++steps) {
         if (steps > kMaxChainSteps) throw Corrupt("the chain of versions of record " + std::to_string(id) + " loops");
@@ -130,6 +131,32 @@ bool StoreImpl::current_for(MDB_txn* txn, uint32_t oid, uint64_t id, const Recal
         next = links_of(txn, next).superseded_by;
     }
     return true;
+}
+
+std::shared_ptr<const std::unordered_set<uint64_t>> StoreImpl::superseded_ids(MDB_txn* txn) {
+    const size_t snapshot = mdb_txn_id(txn);
+    {
+        std::lock_guard<std::mutex> g(superseded_mu_);
+        if (superseded_.ids && superseded_.snapshot == snapshot) return superseded_.ids;
+    }
+    auto ids = std::make_shared<std::unordered_set<uint64_t>>();
+    if (has_versions_) {
+        Cursor c(txn, db_.versions);
+        MDB_val k, v;
+        for (bool more = c.op(k, v, MDB_FIRST); more; more = c.op(k, v, MDB_NEXT)) {
+            uint64_t next = 0;
+            if (k.mv_size == 8 && v.mv_size == kLinksBytes)
+                std::memcpy(&next, static_cast<const char*>(v.mv_data) + 8, 8);
+            else
+                throw Corrupt("a row of the versions table is damaged");
+            if (next != 0) ids->insert(read_be64(k.mv_data));
+        }
+    }
+    std::lock_guard<std::mutex> g(superseded_mu_);
+    // A newer snapshot's set replaces an older one's (readers of the older
+    // one build their own: a commit never changes what a snapshot reads).
+    if (snapshot >= superseded_.snapshot) superseded_ = Superseded{snapshot, ids};
+    return ids;
 }
 
 RecallFilter StoreImpl::versioned(MDB_txn* txn, const RecallFilter& f) {
