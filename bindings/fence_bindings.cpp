@@ -314,7 +314,34 @@ void bind_fence_impl(py::module_& m) {
                 }
                 return py::bytes(out);
             },
-            py::arg("entries"));
+            py::arg("entries"))
+        // The codec's own decoders, for the Python side of a heads server
+        // (planfence/memory_links.py) and client (transport.py).
+        .def_static(
+            "decode_query",
+            [](const py::bytes& query) {
+                std::vector<HeadQuery> q;
+                if (!decode_query(std::string_view(query), q, kMaxInputs * 16))
+                    throw InvalidArgument("malformed head query");
+                py::list out;
+                for (const HeadQuery& e : q) out.append(py::make_tuple(stored_str(e.key), e.recorded));
+                return out;
+            },
+            py::arg("query"),
+            "(key, recorded version) of each entry of an encoded head query; ValueError when malformed.")
+        .def_static(
+            "decode_answer",
+            [](const py::bytes& answer, size_t expected) {
+                std::vector<HeadAnswer> a;
+                if (!decode_answer(std::string_view(answer), expected, a))
+                    throw InvalidArgument("malformed head answer");
+                py::list out;
+                for (const HeadAnswer& e : a) out.append(py::make_tuple(e.head, e.same));
+                return out;
+            },
+            py::arg("answer"), py::arg("expected"),
+            "(head, same) of each entry of an encoded head answer of `expected` entries; ValueError when malformed "
+            "or of another length.");
 }
 
 }  // namespace agentsensus_py

@@ -345,3 +345,9 @@ class Lineage:
     def encode_answer(heads: list[tuple[int, bool]]) -> bytes: ...
     @staticmethod
     def encode_query(entries: list[tuple[str, int]]) -> bytes: ...
+    @staticmethod
+    def decode_query(query: bytes) -> list[tuple[str, int]]:
+        """(key, recorded version) of each entry; ValueError when malformed."""
+    @staticmethod
+    def decode_answer(answer: bytes, expected: int) -> list[tuple[int, bool]]:
+        """(head, same) of each of ``expected`` entries; ValueError when malformed."""

@@ -465,11 +465,12 @@ class Fence:
         out = bytes(self._l().answer(owner, q))
         if b":" not in q:  # no key in it has the memory form
             return out
-        pairs = mem.decode_answer(out)
+        keys = mem.decode_query_keys(q)
+        pairs = mem.decode_answer(out, len(keys))
         if all(head for head, _ in pairs):
             return out
         engine = None
-        for i, k in enumerate(mem.decode_query_keys(q)):
+        for i, k in enumerate(keys):
             parsed = mem.parse_memory_key(k) if not pairs[i][0] else None
             if parsed is not None and parsed[1] == owner:
                 engine = engine or self._store._handles().engine

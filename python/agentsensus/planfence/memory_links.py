@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from .. import _core
+
 __all__ = [
     "MEMORY_OWNER",
     "PREFIX",
@@ -102,49 +104,16 @@ def live_text(engine: Any, rid: Any, name: str) -> str:
     return text
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    v, shift = 0, 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise ValueError("malformed head query")
-        c = data[pos]
-        pos += 1
-        v |= (c & 0x7F) << shift
-        if not c & 0x80:
-            return v, pos
-        shift += 7
-
-
 def decode_query_keys(query: bytes) -> list[str]:
     """The keys of an encoded head query, in order (the engine's heads codec);
     ``ValueError`` when malformed."""
-    if len(query) < 2 or query[0] != 0x01:
-        raise ValueError("malformed head query")
-    n, pos = _varint(query, 1)
-    keys: list[str] = []
-    prev = b""
-    for _ in range(n):
-        shared, pos = _varint(query, pos)
-        size, pos = _varint(query, pos)
-        if shared > len(prev) or pos + size > len(query):
-            raise ValueError("malformed head query")
-        prev = prev[:shared] + query[pos : pos + size]
-        pos += size
-        _recorded, pos = _varint(query, pos)
-        keys.append(prev.decode("utf-8", "replace"))
-    return keys
+    return [key for key, _recorded in _core.Lineage.decode_query(query)]
 
 
-def decode_answer(answer: bytes) -> list[tuple[int, bool]]:
-    """``(head, same)`` of each entry of an encoded head answer."""
-    if len(answer) < 2 or answer[0] != 0x01:
-        raise ValueError("malformed head answer")
-    n, pos = _varint(answer, 1)
-    out: list[tuple[int, bool]] = []
-    for _ in range(n):
-        v, pos = _varint(answer, pos)
-        out.append((v >> 1, bool(v & 1)))
-    return out
+def decode_answer(answer: bytes, expected: int) -> list[tuple[int, bool]]:
+    """``(head, same)`` of each entry of an encoded head answer of
+    ``expected`` entries; ``ValueError`` when malformed."""
+    return [(int(h), bool(same)) for h, same in _core.Lineage.decode_answer(answer, expected)]
 
 
 def memory_reason(rid: int, where: str, old: Optional[str], head: Optional[int], new: Optional[str]) -> str:

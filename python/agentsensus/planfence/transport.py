@@ -830,29 +830,11 @@ class HeadsClient:
 
 
 def _decode_heads(answer: bytes, n: int) -> list[int]:
-    """Head versions of an encoded answer (0: unknown)."""
-    if len(answer) < 2 or answer[0] != 0x01:
-        raise OwnerUnavailable("malformed heads answer")
-    pos, out = 1, []
-
-    def varint() -> int:
-        nonlocal pos
-        v, shift = 0, 0
-        while True:
-            if pos >= len(answer) or shift > 63:
-                raise OwnerUnavailable("malformed heads answer")
-            c = answer[pos]
-            pos += 1
-            v |= (c & 0x7F) << shift
-            if not c & 0x80:
-                return v
-            shift += 7
-
-    if varint() != n:
-        raise OwnerUnavailable("heads answer has the wrong length")
-    for _ in range(n):
-        out.append(varint() >> 1)
-    return out
+    """Head versions of an encoded answer of n entries (0: unknown)."""
+    try:
+        return [int(head) for head, _same in _core.Lineage.decode_answer(answer, n)]
+    except ValueError:
+        raise OwnerUnavailable("malformed heads answer, or one of the wrong length") from None
 
 
 def main(argv: Optional[list[str]] = None, prog: str = "python -m agentsensus.planfence.transport") -> int:
