@@ -41,7 +41,8 @@ def second_path(request, tmp_path) -> Iterator[tuple[str, str]]:
     if r.returncode != 0:
         # A bind mount needs root (CAP_SYS_ADMIN); CI runs as root, so it runs
         # there. The symlink variant tests the same guard without privileges.
-        pytest.skip(f"mount --bind refused: {(r.stderr or r.stdout).strip() or 'exit ' + str(r.returncode)}")
+        why = (r.stderr or r.stdout).strip() or f"exit {r.returncode}"
+        pytest.skip(f"a bind mount needs root (CAP_SYS_ADMIN), and mount --bind was refused here: {why}")
     try:
         yield store, other
     finally:
