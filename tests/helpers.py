@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Callable, Optional, TypeVar
 
@@ -71,3 +72,17 @@ def in_threads(n: int, work: Callable[[int], T], timeout: float = 120) -> list[T
     assert not any(th.is_alive() for th in threads), "a thread did not finish"
     assert not errors, errors
     return results
+
+
+# Statements of the property tests name their event: "... event 12 ...".
+EVENT = re.compile(r"event (\d+)")
+
+
+def truth_judge(requests: list[JudgeRequest]) -> list[Optional[int]]:
+    """Merges a statement into a candidate of the same event."""
+    out: list[Optional[int]] = []
+    for r in requests:
+        m = EVENT.search(r.statement)
+        e = m.group(1) if m else None
+        out.append(next((c.id for c in r.candidates if (cm := EVENT.search(c.text)) and cm.group(1) == e), None))
+    return out

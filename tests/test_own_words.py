@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shutil
 import tempfile
 import zlib
@@ -16,11 +15,10 @@ import pytest
 from agentsensus import Store
 from agentsensus.io.export import export_jsonl
 from agentsensus.io.importer import import_jsonl
-from helpers import DIM, near, unit
+from helpers import DIM, EVENT, near, truth_judge, unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-EVENT = re.compile(r"event (\d+)")
 NAMES = ("Ann", "Bob", "Cyd", "Dee")
 # Wordings of one event, each naming someone (any owner may name anyone, as
 # the probe of docs/reliability.md names its victim): keep_names keeps the
@@ -41,15 +39,6 @@ def embed(texts):
         seed = zlib.crc32(t.encode())
         out.append(near(unit(int(m.group(1))), seed, 0.08) if m else unit(seed))
     return np.stack(out)
-
-
-def truth_judge(requests):
-    """Merges a statement into a candidate of the same event."""
-    out = []
-    for r in requests:
-        e = EVENT.search(r.statement).group(1)
-        out.append(next((c.id for c in r.candidates if EVENT.search(c.text).group(1) == e), None))
-    return out
 
 
 def open_store(path, **kw):

@@ -4,27 +4,15 @@ shows a record its caller does not own."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 
 import numpy as np
 import pytest
 from agentsensus import Store
-from helpers import DIM, near, unit
+from helpers import DIM, EVENT, near, truth_judge, unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-EVENT = re.compile(r"event (\d+)")
-
-
-def truth_judge(requests):
-    out = []
-    for r in requests:
-        e = EVENT.search(r.statement).group(1)
-        out.append(next((c.id for c in r.candidates if EVENT.search(c.text).group(1) == e), None))
-    return out
-
 
 world = st.integers(2, 6).flatmap(
     lambda n_agents: st.tuples(
