@@ -1,6 +1,7 @@
 """Store.recall_many against the same recalls one by one: queries per
 second of each over a batch of (owner, query) pairs, medians over repeats,
-and their ratio.
+and their ratio, both of the medians and paired (the median over repeats of
+the two ways' ratio within one repeat).
 
     python bench/recall_many.py [--n 20000] [--batch 256] [--owners agents] [--k 5] [--repeats 7]
 
@@ -67,11 +68,15 @@ def main() -> None:
     print(f"cores {os.cpu_count()}, load average {load}")
     # cores used: CPU time over wall time; under 2 for recall_many on 2
     # cores means other processes held the second core.
-    print(f"{'way':<34}{'median ms':>11}{'QPS':>9}{'ratio':>8}{'cores used':>12}")
+    # paired: the median over repeats of one by one's time over this way's
+    # in the same repeat, steadier than the ratio of medians when the
+    # machine's speed drifts between repeats.
+    print(f"{'way':<34}{'median ms':>11}{'QPS':>9}{'ratio':>8}{'paired':>8}{'cores used':>12}")
     for way in WAYS:
         ms = 1000 * statistics.median(times[way])
         used = statistics.median(c / t for c, t in zip(cpu[way], times[way]))
-        print(f"{way:<34}{ms:>11.2f}{qps[way]:>9.0f}{qps[way] / qps[WAYS[0]]:>7.2f}x{used:>12.2f}")
+        paired = statistics.median(o / t for o, t in zip(times[WAYS[0]], times[way]))
+        print(f"{way:<34}{ms:>11.2f}{qps[way]:>9.0f}{qps[way] / qps[WAYS[0]]:>7.2f}x{paired:>7.2f}x{used:>12.2f}")
 
 
 if __name__ == "__main__":

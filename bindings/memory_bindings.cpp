@@ -22,6 +22,7 @@
 #include "engine.hpp"  // first: Python.h, which datetime.h needs
 
 #include <datetime.h>
+#include <structmember.h>
 
 namespace agentsensus_py {
 
@@ -79,7 +80,6 @@ enum Field {
 };
 PyObject* field_names[kFields];
 PyObject* via_names[3];  // "hit", "edge", ""
-PyObject* empty_args;    // ()
 
 py::object steal(PyObject* o) {
     if (!o) throw py::error_already_set();
@@ -108,38 +108,98 @@ py::object utc_datetime(uint64_t us) {
         static_cast<int>(rem % 1000000), PyDateTime_TimeZone_UTC, PyDateTimeAPI->DateTimeType));
 }
 
-// The immutable values that rows of one recall share, made once per recall:
-// a hit's expansion rows mostly have its owner set, and one deposit's rows
-// its times. Frozensets and datetimes are immutable, so Memory objects may
+// The immutable values that rows of one recall (or one recall_many batch)
+// share, made once: a hit's expansion rows mostly have its owner set, a
+// batch's rows name the same few owners, and one deposit's rows have its
+// times. Frozensets, strs and datetimes are immutable, so Memory objects may
 // share them; the GIL is held while this is used, which is the time that
 // serializes reader threads.
 class SharedValues {
 public:
     py::object owners(const std::vector<std::string>& names) {
-        for (auto& [seen, set] : owners_)
-            if (seen == names) return set;
-        py::object set = steal(PyFrozenSet_New(owners_tuple(names).ptr()));
-        if (owners_.size() < kKept) owners_.emplace_back(names, set);
+        key_.clear();
+        for (const std::string& n : names) key_.append(n).push_back('\0');  // names hold no NUL (check_owner)
+        auto it = sets_.find(key_);
+        if (it != sets_.end()) return it->second;
+        py::tuple t(names.size());
+        for (size_t i = 0; i < names.size(); ++i) t[i] = name(names[i]);
+        py::object set = steal(PyFrozenSet_New(t.ptr()));
+        // A frozenset of strs cannot be part of a reference cycle: the
+        // collector need not track it (as CPython does for atomic tuples).
+        PyObject_GC_UnTrack(set.ptr());
+        if (sets_.size() < kKept) sets_.emplace(key_, set);
         return set;
     }
     py::object time(uint64_t us) {
-        for (auto& [seen, t] : times_)
-            if (seen == us) return t;
+        auto it = times_.find(us);
+        if (it != times_.end()) return it->second;
         py::object t = utc_datetime(us);
-        if (times_.size() < kKept) times_.emplace_back(us, t);
+        if (times_.size() < kKept) times_.emplace(us, t);
         return t;
     }
 
 private:
-    static constexpr size_t kKept = 8;  // linear search: a recall has few distinct ones
-    std::vector<std::pair<std::vector<std::string>, py::object>> owners_;
-    std::vector<std::pair<uint64_t, py::object>> times_;
+    py::object name(const std::string& n) {
+        auto it = names_.find(n);
+        if (it != names_.end()) return it->second;
+        py::object s = stored_str(n);
+        if (names_.size() < kKept) names_.emplace(n, s);
+        return s;
+    }
+    static constexpr size_t kKept = 1 << 14;  // bounds a batch's tables; past it values are made per row
+    std::string key_;
+    std::unordered_map<std::string, py::object> sets_, names_;
+    std::unordered_map<uint64_t, py::object> times_;
 };
+
+// Where each field lives in a Memory: Memory is a slotted frozen dataclass
+// (records.py), so each field is a member descriptor holding an object at a
+// fixed offset, and an instance is made by writing those slots, as a tuple
+// is filled, with no attribute lookup per field. The class is checked once
+// and kept alive, so its address cannot name another class later.
+struct Layout {
+    py::object cls;
+    Py_ssize_t offset[kFields];
+};
+Layout layout;
+
+const Layout& layout_of(PyTypeObject* cls) {
+    if (layout.cls.ptr() == reinterpret_cast<PyObject*>(cls)) return layout;
+    for (int i = 0; i < kFields; ++i) {
+        PyObject* got = PyObject_GetAttr(reinterpret_cast<PyObject*>(cls), field_names[i]);
+        if (!got) PyErr_Clear();  // no such attribute: not a slot either
+        py::object d = py::reinterpret_steal<py::object>(got ? got : Py_NewRef(Py_None));
+        if (!PyObject_TypeCheck(d.ptr(), &PyMemberDescr_Type) ||
+            reinterpret_cast<PyMemberDescrObject*>(d.ptr())->d_member->type != T_OBJECT_EX)
+            throw py::type_error("memory_type must be a slotted dataclass with Memory's fields; " +
+                                 std::string(cls->tp_name) + "." + py::str(field_names[i]).cast<std::string>() +
+                                 " is not a slot");
+        layout.offset[i] = reinterpret_cast<PyMemberDescrObject*>(d.ptr())->d_member->offset;
+    }
+    layout.cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(cls));
+    return layout;
+}
+
+// A Memory of these field values (references taken over), in field order.
+// Without metadata a Memory holds only atomic values (ints, strs, floats,
+// datetimes, a frozenset of strs), so it cannot be part of a reference cycle
+// and the collector need not track it: a batch of recalls makes thousands,
+// and tracked they set off collections that walk them all, under the GIL.
+py::object new_memory(PyTypeObject* cls, py::object (&fields)[kFields], bool atomic) {
+    const Layout& l = layout_of(cls);
+    PyObject* m = cls->tp_alloc(cls, 0);  // slots zeroed, tracked
+    if (!m) throw py::error_already_set();
+    for (int i = 0; i < kFields; ++i)
+        *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(m) + l.offset[i]) = fields[i].release().ptr();
+    if (atomic) PyObject_GC_UnTrack(m);
+    return steal(m);
+}
 
 py::object id_or_none(uint64_t id) { return id ? steal(PyLong_FromUnsignedLongLong(id)) : py::object(py::none()); }
 
 // One Memory, as Memory(...) would make it: Memory is a frozen dataclass
 // with no __post_init__, so its __init__ does nothing but set these fields.
+// The metadata dict is the only value that could reach back to the Memory.
 py::object memory(PyTypeObject* cls, const py::object& decode, const Row& r, SharedValues& shared) {
     py::object fields[kFields] = {
         steal(PyLong_FromUnsignedLongLong(r.id)),
@@ -158,12 +218,7 @@ py::object memory(PyTypeObject* cls, const py::object& decode, const Row& r, Sha
         id_or_none(r.superseded_by),
         r.superseded_by ? steal(PyLong_FromUnsignedLong(r.valid_until)) : py::object(py::none()),
     };
-    py::object m = steal(PyBaseObject_Type.tp_new(cls, empty_args, nullptr));
-    // What the dataclass __init__ does (object.__setattr__ past the frozen
-    // check), so the instance shares its class's key table like any other.
-    for (int i = 0; i < kFields; ++i)
-        if (PyObject_GenericSetAttr(m.ptr(), field_names[i], fields[i].ptr())) throw py::error_already_set();
-    return m;
+    return new_memory(cls, fields, r.metadata.empty());
 }
 
 }  // namespace
@@ -177,7 +232,6 @@ void bind_memories(py::module_& m) {
     for (int i = 0; i < kFields; ++i) field_names[i] = PyUnicode_InternFromString(names[i]);
     const char* vias[3] = {"hit", "edge", ""};
     for (int i = 0; i < 3; ++i) via_names[i] = PyUnicode_InternFromString(vias[i]);
-    empty_args = PyTuple_New(0);
 
     auto engine = py::reinterpret_borrow<py::class_<Engine>>(m.attr("Engine"));
     // Store.recall without lexical: scope None recalls from every scope.
@@ -243,9 +297,9 @@ void bind_memories(py::module_& m) {
             const float* q = rows_of(queries, n, st.dim(), "queries");
             RecallFilter f = RecallFilter::decode(std::string(spec));
             auto* cls = reinterpret_cast<PyTypeObject*>(memory_type.ptr());
+            SharedValues shared;  // across the batch: its rows name the same few owners
             auto convert = [&](std::vector<Row>&& rows) {
                 py::list one(rows.size());
-                SharedValues shared;
                 for (size_t j = 0; j < rows.size(); ++j) one[j] = memory(cls, decode_metadata, rows[j], shared);
                 return one;
             };
@@ -307,6 +361,21 @@ void bind_memories(py::module_& m) {
         },
         py::arg("owners"), py::arg("scope"), py::arg("queries"), py::arg("k"), py::arg("expand"), py::arg("spec"),
         py::arg("threshold"), py::arg("memory_type"), py::arg("decode_metadata"));
+    // records.candidate: a Memory of values given in field order, made as
+    // recall makes them (a deposit makes up to 16 per statement for its judge).
+    m.def(
+        "memory_from",
+        [](const py::type& memory_type, const py::tuple& values) {
+            if (values.size() != kFields)
+                throw InvalidArgument("memory_from: " + std::to_string(kFields) + " values needed, got " +
+                                      std::to_string(values.size()));
+            py::object fields[kFields];
+            for (int i = 0; i < kFields; ++i) fields[i] = values[i];
+            // Values from Python may hold anything: the Memory stays tracked.
+            return new_memory(reinterpret_cast<PyTypeObject*>(memory_type.ptr()), fields, false);
+        },
+        py::arg("memory_type"), py::arg("values"),
+        "A Memory (memory_type) of its field values in declaration order, made as recall makes them.");
     m.def(
         "recall_keep_gil_ns",
         [](int64_t ns) {

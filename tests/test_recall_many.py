@@ -124,6 +124,11 @@ def test_recall_many_of_no_pairs_is_empty(tmp_path):
         ([("a", unit(1)), ("a",)], 5, TypeError, "queries[1] must be an (owner, query) pair"),
         ([("a", unit(1)), ("", unit(1))], 5, ValueError, "queries[1] owner must be a non-empty name"),
         ([("a", unit(1)), ("a", np.zeros(DIM))], 5, ValueError, "queries[1]: "),
+        # float32 rows of the right shape are checked as one matrix first
+        ([("a", unit(1)), ("a", np.zeros(DIM, np.float32))], 5, ValueError, "queries[1]: "),
+        ([("a", unit(1)), ("a", np.full(DIM, np.nan, np.float32))], 5, ValueError, "queries[1]: "),
+        ([("a", unit(1)), ("a", np.full(DIM, np.inf, np.float32))], 5, ValueError, "queries[1]: "),
+        ([("a", unit(1)), ("b", unit(2)), (1, unit(1))], 5, TypeError, "queries[2] owner must be a str"),
         ([("a", unit(1)), ("a", np.ones(DIM + 1))], 5, ValueError, "queries[1]: query must have shape"),
         ([("a", unit(1)), ("a", "text")], 5, TypeError, "queries[1] is a str, but"),
         ([("a", unit(1))], 0, ValueError, "k must be at least 1"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -108,8 +110,8 @@ def test_engine_built_memory_is_a_plain_memory(store):
     names = [f.name for f in dataclasses.fields(Memory)]
     for m in rows:
         assert type(m) is Memory
-        assert list(vars(m)) == names  # exactly the fields, in order
-        again = Memory(**vars(m))
+        assert not hasattr(m, "__dict__")  # slotted: exactly the fields
+        again = Memory(**{n: getattr(m, n) for n in names})
         assert again == m and hash(again) == hash(m) and repr(again) == repr(m)
         with pytest.raises(dataclasses.FrozenInstanceError):
             m.text = "changed"  # type: ignore[misc]
@@ -128,10 +130,45 @@ def test_judge_candidate_is_a_plain_memory():
     for lexical in (None, 2.5):
         m = candidate(7, "text", frozenset({"a"}), 3, 0.25, lexical)
         want = Memory(7, "text", frozenset({"a"}), 3, 0.25, "candidate", lexical_score=lexical)
-        assert type(m) is Memory and list(vars(m)) == names
+        assert type(m) is Memory and not hasattr(m, "__dict__")
+        assert [getattr(m, n) for n in names] == [getattr(want, n) for n in names]
         assert m == want and hash(m) == hash(want) and repr(m) == repr(want)
         with pytest.raises(dataclasses.FrozenInstanceError):
             m.score = 1.0  # type: ignore[misc]
+
+
+class Probe:
+    """Something a weak reference can watch (a slotted Memory takes none)."""
+
+
+def test_a_memory_without_metadata_is_left_to_reference_counting(store):
+    # The binding untracks answers that hold only atomic values (no cycle
+    # can run through them) and keeps the others tracked: a metadata dict
+    # can be made to hold its own Memory, and that cycle must be collectable.
+    store.deposit("a", ["plain"], unit(1)[None])
+    store.deposit("a", ["noted"], unit(2)[None], metadata={"k": 1})
+    plain, noted = (store.recall("a", unit(i), k=1, expand=False)[0] for i in (1, 2))
+    assert plain.text == "plain" and not gc.is_tracked(plain) and not gc.is_tracked(plain.owners)
+    assert noted.text == "noted" and gc.is_tracked(noted)
+    [[many]] = store.recall_many([("a", unit(1))], k=1, expand=False)
+    assert many == plain and not gc.is_tracked(many)
+    probe = Probe()
+    noted.metadata["cycle"] = (noted, probe)
+    ref = weakref.ref(probe)
+    del noted, probe
+    gc.collect()
+    assert ref() is None  # the cycle through the metadata was found and freed
+
+
+def test_memory_from_refuses_a_class_without_slots():
+    @dataclasses.dataclass(frozen=True)
+    class Loose:
+        id: int
+
+    with pytest.raises(TypeError, match="not a slot"):
+        _core.memory_from(Loose, (1,) * 13)
+    with pytest.raises(ValueError, match="13 values needed, got 2"):
+        _core.memory_from(Memory, (1, 2))
 
 
 # The last microsecond a datetime holds: 9999-12-31T23:59:59.999999Z.

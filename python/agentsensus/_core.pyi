@@ -301,6 +301,11 @@ def recall_keep_gil_ns(ns: int) -> int:
     for that store and owner) for the next one to keep the GIL; 0: every
     recall releases it. Returns the previous value (default 30,000)."""
 
+def memory_from(memory_type: type, values: tuple[Any, ...]) -> Any:
+    """A ``memory_type`` (``records.Memory``) of its field values in
+    declaration order, made as recall makes its answers; a class whose
+    fields are not slots is a ``TypeError``."""
+
 def recall_nogil_ns() -> int:
     """Nanoseconds this thread has spent in ``Engine.recall_memories``'
     engine work with the GIL released (a bench's split of a recall)."""

@@ -6,15 +6,19 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ._core import memory_from as _memory_from
+
 __all__ = ["Memory", "Deposit", "Merge", "Stats", "Change", "JudgeRequest", "Supersedes"]
 
 
-# Invariant: Memory has no __post_init__ and no derived field, so an instance
-# is its fields and nothing else. The recall binding (bindings/
-# memory_bindings.cpp) builds instances by setting exactly these fields, in
-# this order; a field added here must be added there (tests/
-# test_recall_threads.py checks the two agree).
-@dataclass(frozen=True)
+# Invariant: Memory is a slotted frozen dataclass with no __post_init__ and no
+# derived field, so an instance is its fields and nothing else. The recall
+# binding (bindings/memory_bindings.cpp) builds instances by writing exactly
+# these slots, in this order, and refuses a class whose fields are not slots;
+# a field added here must be added there (tests/test_recall_threads.py checks
+# the two agree). Slots make a Memory one allocation with no per-field
+# attribute lookup, which is most of what building a recall's answer costs.
+@dataclass(frozen=True, slots=True)
 class Memory:
     """One record as seen by a reader.
 
@@ -61,22 +65,15 @@ class Memory:
         return self.round
 
 
-_new = object.__new__
-
-
 def candidate(rid: int, text: str, owners: frozenset[str], rnd: int, score: float, lexical: Optional[float]) -> Memory:
     """A judge's candidate: ``Memory(rid, text, owners, rnd, score,
-    "candidate", lexical_score=lexical)``, built by setting its fields as
-    the recall binding does (see the invariant above). A deposit builds up
-    to 16 per statement, and the frozen dataclass's checked ``__init__``
-    was a tenth of a judged deposit's CPU."""
-    m = _new(Memory)
-    m.__dict__.update(
-        id=rid, text=text, owners=owners, round=rnd, score=score, via="candidate",
-        metadata=None, created_at=None, updated_at=None, lexical_score=lexical,
-        supersedes=None, superseded_by=None, valid_until=None,
-    )  # fmt: skip
-    return m
+    "candidate", lexical_score=lexical)``, made by the binding as recall
+    makes its answers (see the invariant above). A deposit builds up to 16
+    per statement, and the frozen dataclass's checked ``__init__`` was a
+    tenth of a judged deposit's CPU."""
+    return _memory_from(  # type: ignore[no-any-return]
+        Memory, (rid, text, owners, rnd, score, "candidate", None, None, None, lexical, None, None, None)
+    )
 
 
 @dataclass(frozen=True)

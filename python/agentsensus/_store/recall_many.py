@@ -67,6 +67,9 @@ def _pairs(queries: Any) -> list[tuple[Any, Any]]:
 
 def _vectors(store: Store, pairs: list[tuple[Any, Any]]) -> np.ndarray[Any, np.dtype[np.float32]]:
     """The queries as one (n, dim) float32 matrix, str ones embedded in one call."""
+    fast = _float32_rows(pairs, store.dim)
+    if fast is not None:
+        return fast
     texts = [i for i, (_, q) in enumerate(pairs) if isinstance(q, str)]
     if texts and store.embed is None:
         raise TypeError(f"queries[{texts[0]}] is a str, but " + no_embed_message(store.embedder_name, "pass a vector"))
@@ -80,6 +83,20 @@ def _vectors(store: Store, pairs: list[tuple[Any, Any]]) -> np.ndarray[Any, np.d
         except (TypeError, ValueError) as e:
             raise type(e)(f"queries[{i}]: {e}") from None
     return out
+
+
+def _float32_rows(pairs: list[tuple[Any, Any]], dim: int) -> Optional[np.ndarray[Any, np.dtype[np.float32]]]:
+    """The common batch (float32 vectors of shape (dim,)) checked as one
+    matrix: one finite, non-zero sum of squares per row proves each row what
+    check_query would (it holds the GIL, which the batch's conversion needs
+    too). Anything else is None, and the rows are checked one by one, for
+    their own messages."""
+    qs = [q for _, q in pairs]
+    if not all(type(q) is np.ndarray and q.dtype == np.float32 and q.shape == (dim,) for q in qs):
+        return None
+    m = np.stack(qs)
+    sq = np.einsum("ij,ij->i", m, m)
+    return m if bool(np.all((sq > 0.0) & (sq < np.inf))) else None
 
 
 def recall_many(
@@ -96,7 +113,15 @@ def recall_many(
     """One list of memories per pair, in the pairs' order (Store.recall_many)."""
     engine = store._handles().engine
     pairs = _pairs(queries)
-    owners = [check_owner(o, f"queries[{i}] owner", existing=True) for i, (o, _) in enumerate(pairs)]
+    checked: dict[Any, str] = {}  # a batch names few owners, each many times
+    owners = []
+    for i, (o, _) in enumerate(pairs):
+        name = checked.get(o) if type(o) is str else None
+        if name is None:
+            name = check_owner(o, f"queries[{i}] owner", existing=True)
+            if type(o) is str:
+                checked[o] = name
+        owners.append(name)
     k = check_k(k)
     sc = None if scope is None else check_scope(scope)
     if lexical and sc is not None:
