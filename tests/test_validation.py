@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from agentsensus import Store
 from agentsensus._core import CommitPlan
+from agentsensus._store import validation
 from helpers import DIM, snapshot, unit
 
 OK = unit(1)[None]
@@ -179,3 +180,19 @@ def test_the_engine_and_python_share_one_table_of_invisible_characters():
     assert (0, 0x20) in ranges and any(lo <= 0x200B <= hi for lo, hi in ranges)
     for cp in range(0, sys.maxunicode + 1, 7):
         assert _invisible(chr(cp)) == any(lo <= cp <= hi for lo, hi in ranges)
+
+
+def test_a_read_owner_name_is_checked_once_and_stays_checked(store):
+    # check_owner(existing=True) keeps the names it has read back: the
+    # second read of a name gives the same NFC form from the table, and a
+    # bad name is never kept, so it is refused every time.
+    decomposed, composed = "Cafe\u0301-reader", "Caf\u00e9-reader"
+    store.deposit(composed, ["x"], unit(1)[None])
+    for _ in range(2):
+        assert [m.owners for m in store.recall(decomposed, unit(1), k=1)] == [frozenset({composed})]
+        assert validation._known_owners[decomposed] == composed
+    for bad in ("", "o" * 256):
+        for _ in range(2):
+            with pytest.raises(ValueError):
+                store.recall(bad, unit(1))
+        assert bad not in validation._known_owners

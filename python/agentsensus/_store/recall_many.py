@@ -113,15 +113,7 @@ def recall_many(
     """One list of memories per pair, in the pairs' order (Store.recall_many)."""
     engine = store._handles().engine
     pairs = _pairs(queries)
-    checked: dict[Any, str] = {}  # a batch names few owners, each many times
-    owners = []
-    for i, (o, _) in enumerate(pairs):
-        name = checked.get(o) if type(o) is str else None
-        if name is None:
-            name = check_owner(o, f"queries[{i}] owner", existing=True)
-            if type(o) is str:
-                checked[o] = name
-        owners.append(name)
+    owners = [check_owner(o, f"queries[{i}] owner", existing=True) for i, (o, _) in enumerate(pairs)]
     k = check_k(k)
     sc = None if scope is None else check_scope(scope)
     if lexical and sc is not None:

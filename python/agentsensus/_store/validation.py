@@ -103,6 +103,14 @@ def check_text(value: Any, name: str, limit: int, empty: str) -> str:
     return value
 
 
+# Names already read back by check_owner(existing=True): a str is immutable,
+# so its checked form never changes, and a recall pays its NFC pass and
+# UTF-8 measure once per name, not once per call (it runs holding the GIL).
+# Bounded: past _KNOWN_MAX names the rest are checked every time.
+_known_owners: dict[str, str] = {}
+_KNOWN_MAX = 1 << 14
+
+
 def check_owner(owner: Any, name: str = "owner", *, existing: bool = False) -> str:
     """An owner name, NFC-normalized (two spellings of one text are one
     owner): a non-empty str of at most MAX_OWNER_BYTES UTF-8 bytes with a
@@ -114,13 +122,20 @@ def check_owner(owner: Any, name: str = "owner", *, existing: bool = False) -> s
     owners. With ``existing`` (reads and forget) only NFC and the size: a
     store written before the other checks may hold such a name, and it must
     stay readable and forgettable."""
+    if existing and type(owner) is str:
+        known = _known_owners.get(owner)
+        if known is not None:
+            return known
     value = check_text(owner, name, MAX_OWNER_BYTES, f"{name} must be a non-empty name, got {owner!r}")
     try:
         value = unicodedata.normalize("NFC", value)
     except UnicodeError as e:  # lone surrogates and the like
         raise ValueError(f"{name} is not valid Unicode text: {e}") from None
     if existing:
-        return check_text(value, name, MAX_OWNER_BYTES, f"{name} must be a non-empty name, got {owner!r}")
+        value = check_text(value, name, MAX_OWNER_BYTES, f"{name} must be a non-empty name, got {owner!r}")
+        if type(owner) is str and len(_known_owners) < _KNOWN_MAX:
+            _known_owners[owner] = value
+        return value
     check_visible(_check_no_control(value, name), name)
     for i, ch in enumerate(value):
         kind = _REFUSED_IN_NAMES.get(unicodedata.category(ch))
