@@ -65,7 +65,7 @@ void bind_lexical(py::module_& m) {
         [](Engine& e, const F32& vectors, const std::vector<std::string>& texts, size_t k,
            const std::vector<std::tuple<int64_t, std::string, bool>>& overlay,
            const std::vector<std::vector<int64_t>>& also, const std::string& scope,
-           const std::vector<std::vector<int64_t>>& exclude, double floor) {
+           const std::vector<std::vector<int64_t>>& exclude, double floor, double mutual) {
             auto u = e.use();
             Store& st = *u;
             const size_t n = texts.size();
@@ -75,8 +75,9 @@ void bind_lexical(py::module_& m) {
                 throw InvalidArgument("lexical: exclude must have one list per text, or none");
             std::vector<LexicalQuery> qs(n);
             for (size_t i = 0; i < n; ++i)
-                qs[i] = LexicalQuery{texts[i], v + i * st.dim(), also[i],
-                                     exclude.empty() ? std::vector<int64_t>{} : exclude[i], floor};
+                qs[i] = LexicalQuery{texts[i], v + i * st.dim(),
+                                     also[i],  exclude.empty() ? std::vector<int64_t>{} : exclude[i],
+                                     floor,    mutual};
             std::vector<LexicalOverlay> ov;
             for (const auto& [id, text, hit] : overlay) ov.push_back(LexicalOverlay{id, text, hit});
             LexicalAnswer r;
@@ -100,10 +101,11 @@ void bind_lexical(py::module_& m) {
             return py::make_tuple(r.offsets, ids, scores, sims, r.also, records, r.least);
         },
         py::arg("vectors"), py::arg("texts"), py::arg("k"), py::arg("overlay"), py::arg("also"), py::arg("scope") = "",
-        py::arg("exclude") = std::vector<std::vector<int64_t>>{}, py::arg("floor") = 0.0,
+        py::arg("exclude") = std::vector<std::vector<int64_t>>{}, py::arg("floor") = 0.0, py::arg("mutual") = 0.0,
         "(offsets, ids, lexical scores, similarities, also scores, records, least scores): each text's lexical "
         "top k, less the ids of its exclude list; floor > 0 weighs each text as lexical_floor does, and hits "
-        "below its least score may be left out.");
+        "below its least score may be left out; mutual > 0 (with a floor) leaves out the hits reaching it "
+        "whose mutual coverage with the text is below mutual.");
     engine.def(
         "recall_fused",
         [](Engine& e, const std::string& owner, const F32& query, const std::string& text, size_t k, bool expand) {

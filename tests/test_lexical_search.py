@@ -12,9 +12,9 @@ import re
 import numpy as np
 import pytest
 from agentsensus import Store
-from agentsensus._deposit.lexical_candidates import weighed_queries
+from agentsensus._deposit.lexical_candidates import MOST_OF, mutual_coverage, weighed_queries
 from helpers import DIM, unit
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 K1, B = 1.2, 0.75
@@ -139,6 +139,41 @@ def test_a_floor_leaves_the_hits_that_reach_it_as_the_reference_ranks_them(
         reached = [(i, x) for i, x in zip(got_ids.tolist(), got_scores.tolist()) if x >= least]
         assert reached == [(i, x) for i, x in want if x >= least]
         assert also_scores[0] == [float(np.float32(score[i])) for i in also]
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    stored=st.lists(texts, min_size=1, max_size=60),
+    new=st.lists(texts, max_size=4),
+    query=st.lists(st.sampled_from(VOCAB + ["moor", "bell"]), min_size=1, max_size=9).map(" ".join),
+    k=st.integers(1, 8),
+    mutual=st.sampled_from([0.1, 0.2, 0.35, 0.5, 0.7]),
+)
+def test_mutual_coverage_leaves_out_the_hits_the_reference_leaves_out(tmp_path_factory, stored, new, query, k, mutual):
+    # As a deposit asks (lexical_floor f: floor f squared, mutual f): of the reference's top k that reach
+    # the least score, the engine keeps exactly those that hold most of the query's best score or whose
+    # mutual coverage reaches mutual.
+    path = str(tmp_path_factory.mktemp("lexm") / "s")
+    with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
+        ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
+        docs = {rid: s.get(rid).text for rid in set(ids)}
+        overlay = [(-(j + 1), t, True) for j, t in enumerate(new)]
+        docs.update({-(j + 1): t for j, t in enumerate(new)})
+        floor = mutual * mutual
+        (weighed,), (least,) = weighed_queries(s._engine.lexical_word_counts([query], overlay, ""), floor)
+        got = s._engine.lexical(unit(99)[None], [query], k, overlay, [[]], "", [[]], floor, mutual)
+        _, got_ids, got_scores, _, _, _, _ = got
+        want, _ = reference(docs, weighed.decode(), k)
+        reached = [(i, x) for i, x in want if x >= least]
+        best = least / floor
+        shares = [x / best if best > 0 else 0.0 for _, x in reached]
+        laid = [query] + [docs[i] for i, _ in reached]
+        (cover,) = mutual_coverage(s._engine.lexical_word_counts(laid, overlay, ""), [shares])
+        # on a bound, rounding may go either way
+        assume(all(abs(c - mutual) > 1e-9 and abs(x - MOST_OF) > 1e-6 for c, x in zip(cover, shares)))
+        kept = [h for h, c, x in zip(reached, cover, shares) if x >= MOST_OF or c >= mutual]
+        assert [(i, x) for i, x in zip(got_ids.tolist(), got_scores.tolist()) if x >= least] == kept
 
 
 @pytest.mark.slow

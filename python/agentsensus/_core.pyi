@@ -227,6 +227,7 @@ class Engine:
         scope: str = "",
         exclude: list[list[int]] = ...,
         floor: float = 0.0,
+        mutual: float = 0.0,
     ) -> tuple[
         list[int],
         npt.NDArray[np.int64],
@@ -237,7 +238,8 @@ class Engine:
         list[float],
     ]:
         """(offsets, ids, lexical scores, similarities, also scores, records, least scores): each text's
-        lexical top k less its exclude list; floor > 0 weighs each text as lexical_floor does."""
+        lexical top k less its exclude list; floor > 0 weighs each text as lexical_floor does, and mutual > 0
+        (with a floor) leaves out the hits reaching its least score whose mutual coverage is below mutual."""
     def recall_fused(self, owner: str, query: _F32, text: str, k: int, expand: bool) -> list[tuple[_RecallRow, float]]:
         """[(row, lexical score)]: recall with the vector and lexical rankings fused."""
     def get(self, id: int, /) -> _Row: ...

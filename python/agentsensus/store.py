@@ -117,13 +117,16 @@ class Store:
     statement's vector candidates the records the lexical index (BM25 over
     the records' words) ranks highest for it, so the judge also sees a true
     record whose vector a witness's frame pushed below ``min_similarity``.
-    A lexical hit must reach ``lexical_floor`` (default 0.3) times the
-    statement's best possible BM25 score, that of its own text as a record
-    of the scope, and words most of the scope's records hold weigh nothing
-    (docs/reference/store.md, "Hybrid candidates"): the judge is asked only about
-    records that could tell the same fact, and a statement that meets none
-    becomes a new record without a judge request. ``lexical_floor=0`` keeps
-    every hit, every word weighing as BM25 weighs it.
+    A lexical hit's coverage is mutual: its BM25 score over the statement's
+    best possible score (that of its own text as a record of the scope),
+    and the statement's score for the hit's words over the hit's own best,
+    each at most 1; their geometric mean must reach ``lexical_floor``
+    (default 0.35), and words most of the scope's records hold weigh nothing
+    (docs/reference/store.md, "Hybrid candidates"): the judge is asked only
+    about records that could tell the same fact, not about one that shares a
+    name or a place and says a fact of its own besides, and a statement that
+    meets none becomes a new record without a judge request.
+    ``lexical_floor=0`` keeps every hit, every word weighing as BM25 weighs it.
     These are settings of the open, like ``candidates``, not kept in the store;
     the index itself is always kept. A writable open of a store made before
     the index builds it first (progress on stderr for a large store).
@@ -139,7 +142,7 @@ class Store:
         embed: Optional[Embed] = None,
         candidates: int = 8,
         lexical_candidates: int = 8,
-        lexical_floor: float = 0.3,
+        lexical_floor: float = 0.35,
         min_similarity: float = 0.75,
         create: bool = True,
         readonly: bool = False,

@@ -214,6 +214,9 @@ struct LexicalQuery {
     std::vector<int64_t> also;
     std::vector<int64_t> exclude;  // never hits (the statement's vector candidates): the top k is of the others
     double floor = 0;  // > 0: the text weighed as lexical_floor weighs it (LexicalIndex::weigh), hits below least
+    // > 0 (with a floor): a hit that reaches least is kept only if its mutual
+    // coverage with the text (LexicalIndex::coverage) reaches this
+    double mutual = 0;
 };
 
 // Per text: (word, its count in the text, the records of the scope holding

@@ -356,36 +356,84 @@ LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, std::optional<uint32_t> scope,
     return c;
 }
 
+double LexicalIndex::records_holding(MDB_txn* txn, const LexicalCorpus& cp, const std::string& word,
+                                     bool built_) const {
+    // as search counts a word's records
+    size_t stored = 0;
+    if (built_ && cp.stored) {
+        Cursor c(txn, postings_);
+        std::string key = posting_key(cp.scope, word);
+        MDB_val k = val(key), v;
+        if (c.op(k, v, MDB_SET)) {
+            int rc = mdb_cursor_count(c.get(), &stored);
+            if (rc) throw_lmdb(rc, "mdb_cursor_count");
+        }
+    }
+    double df = static_cast<double>(stored);
+    auto r = cp.replaced_df.find(word);
+    if (r != cp.replaced_df.end()) df -= r->second;
+    for (const auto& [id, d] : cp.over) df += d.doc.tf.count(word);
+    return df;
+}
+
 std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts(MDB_txn* txn, const LexicalCorpus& cp,
                                                                                  std::string_view query) const {
     std::vector<std::tuple<std::string, uint32_t, double>> out;
     const LexicalDoc q = lexical_doc(query);
     const bool built_ = built(txn);
-    for (const auto& [word, tf] : q.tf) {
-        // as search counts a word's records
-        size_t stored = 0;
-        if (built_ && cp.stored) {
-            Cursor c(txn, postings_);
-            std::string key = posting_key(cp.scope, word);
-            MDB_val k = val(key), v;
-            if (c.op(k, v, MDB_SET)) {
-                int rc = mdb_cursor_count(c.get(), &stored);
-                if (rc) throw_lmdb(rc, "mdb_cursor_count");
-            }
-        }
-        double df = static_cast<double>(stored);
-        auto r = cp.replaced_df.find(word);
-        if (r != cp.replaced_df.end()) df -= r->second;
-        for (const auto& [id, d] : cp.over) df += d.doc.tf.count(word);
-        out.emplace_back(word, tf, df);
-    }
+    for (const auto& [word, tf] : q.tf) out.emplace_back(word, tf, records_holding(txn, cp, word, built_));
     return out;
 }
 
-LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp, std::string_view text,
-                                          double floor) const {
+double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const LexicalDoc& statement,
+                              const LexicalDoc& record, double share, std::unordered_map<std::string, double>& held_by,
+                              double need) const {
+    share = std::min(share, 1.0);
+    if (share <= 0) return 0;
+    auto weight = [&](double df) {
+        if (df > 1 && df > cp.docs / 2)
+            return 0.0;  // more than half of the scope's records (and more than one) hold it
+        const double held = std::max(df, 1.0);
+        return std::log(1 + (cp.docs - held + 0.5) / (held + 0.5));
+    };
+    // The shared words first (their counts are known from weighing the
+    // statement); then the record's own words, each only adding to its
+    // best: once that is so large that the coverage is below need, the
+    // words left need not be looked up.
+    double own = 0, theirs = 0;
+    std::vector<std::pair<const std::string*, uint32_t>> unknown;
+    for (const auto& [word, tf] : record.tf) {
+        auto known = held_by.find(word);
+        if (known == held_by.end()) {
+            unknown.emplace_back(&word, tf);
+            continue;
+        }
+        const double idf = weight(known->second);
+        if (idf <= 0) continue;
+        own += term_weight(idf, tf, record.length, cp.avgdl);
+        auto s = statement.tf.find(word);
+        if (s != statement.tf.end()) theirs += term_weight(idf, s->second, statement.length, cp.avgdl);
+    }
+    // below need once own > theirs * share / need^2
+    const double most = need > 0 ? theirs * share / (need * need) : std::numeric_limits<double>::infinity();
+    const bool built_ = unknown.empty() || built(txn);
+    for (const auto& [word, tf] : unknown) {
+        if (own > most) return 0;
+        const double df = records_holding(txn, cp, *word, built_);
+        held_by.emplace(*word, df);
+        const double idf = weight(df);
+        if (idf > 0) own += term_weight(idf, tf, record.length, cp.avgdl);  // a word the statement lacks
+    }
+    if (own <= 0) return 0;
+    return std::sqrt(share * std::min(theirs / own, 1.0));
+}
+
+LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp, std::string_view text, double floor,
+                                          std::unordered_map<std::string, double>* held_by) const {
     // Every operation in weighed_queries' order, so the floors are the same doubles.
     const auto words = word_counts(txn, cp, text);
+    if (held_by)
+        for (const auto& [word, tf, df] : words) held_by->emplace(word, df);
     double length = 0;
     for (const auto& w : words) length += std::get<1>(w);
     Weighed out;
@@ -400,6 +448,7 @@ LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp,
         out.query += word;
     }
     out.least = floor * best;
+    out.best = best;
     return out;
 }
 

@@ -134,8 +134,24 @@ public:
     struct Weighed {
         std::string query;  // the kept words, space-separated
         double least = 0;
+        double best = 0;  // the text's best possible score
     };
-    Weighed weigh(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view text, double floor) const;
+    // held_by (if given) gets each word's record count, for coverage.
+    Weighed weigh(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view text, double floor,
+                  std::unordered_map<std::string, double>* held_by = nullptr) const;
+
+    // How much a statement and a record hold of each other (the reference is
+    // mutual_coverage in python/agentsensus/_deposit/lexical_candidates.py):
+    // the geometric mean of share (the record's score for the statement's
+    // words over the statement's best) and of the statement's score as a
+    // record for the record's words over the record's own best, each at most
+    // 1; 0 when the record's best is 0. Words are weighed as weigh weighs
+    // them: those most of the corpus holds weigh nothing. held: each word's
+    // record count in the corpus, as looked up so far (the caller keeps it
+    // for one corpus). Any value below need when the coverage is: its
+    // exact value is computed only when it reaches need.
+    double coverage(MDB_txn* txn, const LexicalCorpus& corpus, const LexicalDoc& statement, const LexicalDoc& record,
+                    double share, std::unordered_map<std::string, double>& held, double need = 0) const;
 
     // I18: the postings are exactly the words of the live records' texts,
     // each with its count and the record's length, under the record's scope,
@@ -144,6 +160,8 @@ public:
     void verify(MDB_txn* txn, const std::function<void(std::string)>& bad) const;
 
 private:
+    // The corpus's records holding word, the overlay counted (built: the index is complete).
+    double records_holding(MDB_txn* txn, const LexicalCorpus& corpus, const std::string& word, bool built) const;
     void put_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
     void drop_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
     uint64_t words_total(MDB_txn* txn) const;

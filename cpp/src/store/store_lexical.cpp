@@ -12,6 +12,13 @@
 
 namespace agentsensus {
 
+namespace {
+// A lexical hit holding more than this share of a statement's best score
+// holds most of what it says: it needs no mutual coverage
+// (LexicalQuery::mutual).
+constexpr double kMostOf = 0.5;
+}  // namespace
+
 bool StoreImpl::lexical_built() {
     check_open();
     ReadTxn t(*env_);
@@ -44,6 +51,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
     // The scope's own statistics: no score moves with another scope's records.
     const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay);  // once for every query
     out.least.assign(queries.size(), 0.0);
+    std::unordered_map<std::string, double> held_by;  // words' record counts in the corpus, for mutual coverage
     for (size_t i = 0; i < queries.size(); ++i) {
         const LexicalQuery& lq = queries[i];
         prepare_vector(lq.vector, q.data());
@@ -52,13 +60,38 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         std::string_view text = lq.text;
         LexicalIndex::Weighed weighed;
         if (lq.floor > 0) {
-            weighed = lexical_->weigh(t.get(), corpus, lq.text, lq.floor);
+            weighed = lexical_->weigh(t.get(), corpus, lq.text, lq.floor, lq.mutual > 0 ? &held_by : nullptr);
             text = weighed.query;
             out.least[i] = weighed.least;
         }
         std::vector<LexicalHit> hits = lexical_->search(t.get(), corpus, text, k, lq.also, out.also[i],
                                                         sv.filtered ? &keep : nullptr, &lq.exclude, out.least[i]);
+        // Mutual coverage: a record that shares a part of the statement but
+        // says a fact of its own besides is no candidate.
+        const bool mutual = lq.floor > 0 && lq.mutual > 0;
+        LexicalDoc said;
+        if (mutual) said = lexical_doc(lq.text);
         for (const LexicalHit& h : hits) {
+            // A record that holds most of what the statement says is a candidate whatever else it says (the
+            // statement may tell a part of its fact); below that, the two must hold each other.
+            if (mutual && h.score >= out.least[i] && h.score < kMostOf * weighed.best) {
+                LexicalDoc held;
+                auto o = corpus.over.find(h.id);
+                if (o != corpus.over.end()) {
+                    held = o->second.doc;
+                } else {
+                    Be64 rk(static_cast<uint64_t>(h.id));
+                    MDB_val rv;
+                    RecordHeader rh;
+                    std::string_view stored;
+                    if (!agentsensus::get(t.get(), db_.records, val(rk.b, 8), rv))
+                        throw Corrupt("the lexical index names a missing record");
+                    if (!decode_record(rv, rh, stored)) throw Corrupt("record " + std::to_string(h.id) + " is damaged");
+                    held = lexical_doc(stored);
+                }
+                const double share = weighed.best > 0 ? h.score / weighed.best : 0;
+                if (lexical_->coverage(t.get(), corpus, said, held, share, held_by, lq.mutual) < lq.mutual) continue;
+            }
             float s = std::numeric_limits<float>::quiet_NaN();
             if (h.id > 0) {
                 uint64_t id = static_cast<uint64_t>(h.id);

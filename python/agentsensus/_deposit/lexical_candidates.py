@@ -15,17 +15,27 @@ leaves its place to the next one, so the lexical search always adds up to
 Lexical hits must earn their place, so that the judge is asked only about
 records that could tell the same fact. A statement's best possible score is
 the BM25 score its own text would get as a record of the scope (``best``):
-every word of it held, as often as it says it. A lexical hit scoring below
-``lexical_floor`` times that is left out: it shares too little of what the
-statement says. And a word that more than half of the scope's records hold
-(the statement counted in) carries no weight at all, in the hits' scores and
-in the best one: it is not left out of the search by a stop list, it is the
-point where Robertson and Spärck Jones' idf, log((N - df + 0.5) / (df + 0.5)),
-turns negative, which BM25's variant here (log(1 + ...)) only makes small. A
-statement whose candidates all fall below the floor, and below
+every word of it held, as often as it says it; a record's best is its own
+text's. A hit whose score is more than half of the statement's best
+(``MOST_OF``) holds most of what the statement says: it is a candidate
+whatever else it says, since the statement may tell a part of its fact
+("Stand." of "Stand, ho! Who's there?"). Below that, coverage must be
+mutual: the hit's score over the statement's best (how much of the
+statement the record holds) and the statement's score as a record for the
+hit's words over the hit's best (how much of the record the statement
+holds), each counted at most whole; a hit whose geometric mean of the two is
+below ``lexical_floor`` is left out. A record that shares a name, a place
+and the statement's frame holds a part of the statement but says a fact of
+its own besides, which the statement does not hold; a restatement holds
+most of its record. And a word that more than half of the scope's records
+hold (the statement counted in) carries no weight at all, in the scores and
+in the best ones: it is not left out of the search by a stop list, it is
+the point where Robertson and Spärck Jones' idf, log((N - df + 0.5) / (df +
+0.5)), turns negative, which BM25's variant here (log(1 + ...)) only makes
+small. A statement whose candidates all fall below the floor, and below
 ``min_similarity``, meets no candidate: it becomes a new record without a
-judge request. ``lexical_floor=0`` turns both off: every hit, every word
-weighing as BM25 weighs it.
+judge request. ``lexical_floor=0`` turns all of it off: every hit, every
+word weighing as BM25 weighs it.
 
 Within one batch the engine ranks against the store as the batch's earlier
 items leave it (their new records and changed texts: the overlay), so each
@@ -34,8 +44,12 @@ item of a batch is ranked as depositing the items one by one would rank it.
 The engine weighs each statement itself, in the one call that searches for
 it and on the same snapshot (``Engine.lexical(..., floor=...)``, which
 returns each statement's least score), and leaves out of its search the
-records that cannot reach that least score. ``weighed_queries`` is the
-reference it follows to the bit.
+records that cannot reach that least score: ``lexical_floor`` squared times
+the best, since a mutual coverage of f needs a share of at least f squared
+from the statement's side. Of the hits that reach it and hold at most
+``MOST_OF`` of the best, it leaves out those whose mutual coverage is below
+``lexical_floor`` (``Engine.lexical(..., mutual=...)``). ``weighed_queries``
+and ``mutual_coverage`` are the references it follows.
 """
 
 from __future__ import annotations
@@ -43,10 +57,13 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-__all__ = ["LexicalCandidates", "weighed_queries"]
+__all__ = ["MOST_OF", "LexicalCandidates", "mutual_coverage", "weighed_queries"]
 
 # (score, record id): a candidate as the planner ranks it
 Cand = tuple[float, int]
+# A hit scoring more than this share of the statement's best needs no mutual coverage (kMostOf in
+# cpp/src/store/store_lexical.cpp)
+MOST_OF = 0.5
 # BM25's constants as the engine scores with them (cpp/src/lexical/lexical_index.hpp)
 K1, B = 1.2, 0.75
 # (records, mean length, per text [(word, count in the text, records holding it)]): Engine.lexical_word_counts
@@ -75,6 +92,49 @@ def weighed_queries(counts: WordCounts, floor: float) -> tuple[list[bytes], list
         queries.append(b" ".join(kept))
         floors.append(floor * best)
     return queries, floors
+
+
+def mutual_coverage(counts: WordCounts, ours: list[list[float]]) -> list[list[float]]:
+    """Per statement, per hit, their mutual coverage: counts holds the
+    scope's word counts (``Engine.lexical_word_counts``) of each statement
+    followed by its hits, ours each hit's share of its statement's best
+    score (the engine's BM25 score over the best). The coverage is the
+    geometric mean of that share and the statement's share of the hit's
+    best score (the statement scored as a record for the hit's words, over
+    the hit's own text's score), each at most 1; 0 when the hit's best is
+    0."""
+    docs, avgdl, per_text = counts
+    idf: dict[bytes, float] = {}  # the scope's weight of each word seen (the same df in every text)
+    out: list[list[float]] = []
+    at = 0
+    for shares in ours:
+        held: dict[bytes, int] = {}
+        length = 0
+        for word, tf, _ in per_text[at]:
+            held[word] = tf
+            length += tf
+        norm = K1 * (1 - B + B * length / avgdl)  # the statement as a record of this length
+        row: list[float] = []
+        for n, share in enumerate(shares):
+            words = per_text[at + 1 + n]
+            own_norm = K1 * (1 - B + B * sum(tf for _, tf, _ in words) / avgdl)
+            own = theirs = 0.0
+            for word, tf, df in words:
+                w = idf.get(word)
+                if w is None:
+                    # as the engine weighs it: nothing for a word most of the scope holds (and more than one record)
+                    held_by = max(df, 1.0)
+                    w = 0.0 if df > 1 and df > docs / 2 else math.log(1 + (docs - held_by + 0.5) / (held_by + 0.5))
+                    idf[word] = w
+                if w > 0:
+                    own += w * tf * (K1 + 1) / (tf + own_norm)
+                    t = held.get(word)
+                    if t:
+                        theirs += w * t * (K1 + 1) / (t + norm)
+            row.append(math.sqrt(min(share, 1.0) * min(theirs / own, 1.0)) if own > 0 else 0.0)
+        out.append(row)
+        at += 1 + len(shares)
+    return out
 
 
 class LexicalCandidates:

@@ -103,7 +103,7 @@ class BatchPlanner:
     ):
         self.engine = engine
         self.lexical_k = lexical_candidates  # lexical_candidates.py: BM25 candidates added to the vector ones
-        self.lexical_floor = lexical_floor  # lexical_candidates.py: a hit's least share of the best score
+        self.lexical_floor = lexical_floor  # lexical_candidates.py: a hit's least mutual coverage
         self.judge_sees_owners = judge_sees_owners  # else candidates go to the judge with empty owner sets
         self.metric = metric  # kept for callers; the engine's kernels apply it
         self.k = candidates
@@ -317,8 +317,10 @@ class BatchPlanner:
         engine, floor = planner.engine, getattr(planner, "lexical_floor", 0.0)
 
         def ask() -> tuple[Any, list[float]]:
-            # One call, one snapshot: the engine weighs each text as weighed_queries does (floor 0: every word).
-            *answer, floors = engine.lexical(vecs, texts, k, overlay, vector, scope, shown, floor)
+            # One call, one snapshot: the engine weighs each text as weighed_queries does (floor 0: every word),
+            # searches down to a share of floor squared (less cannot reach a mutual coverage of floor) and
+            # leaves out the hits whose mutual coverage is below floor, as mutual_coverage weighs it.
+            *answer, floors = engine.lexical(vecs, texts, k, overlay, vector, scope, shown, floor * floor, floor)
             return answer, floors
 
         if len(planner._base) == 1:
