@@ -134,6 +134,7 @@ bool RecallFilter::matches_fields(const Inputs& in) const {
                 v.num = static_cast<double>(c.field == kCreated ? in.times.created : in.times.updated);
                 break;
             case kMetadata: continue;
+            case kAsOf: continue;  // never a clause: decode keeps it apart (as_of())
         }
         if (!holds(c, v)) return false;
     }
