@@ -93,3 +93,28 @@ def test_an_l2_store_keeps_f32_and_an_f32_file_of_the_previous_format_still_serv
         assert [(r.id, r.score) for r in s.recall("a", vs[3], k=5, expand=False)] == want
         assert s.verify() == []
     assert os.stat(index).st_mtime_ns == mtime  # served, not rebuilt
+
+
+@pytest.mark.parametrize("dim", [200, 448])
+def test_long_owner_scans_stay_exact_at_every_kernel_length(tmp_path, dim):
+    """An owner scan of more than 64 records bounds each score from int8
+    rows (the int8 dot product's kernels: 128 and 64 bytes a step, then a
+    tail) and re-scores what the bounds keep: at dims that reach every step,
+    the hits are the exact best k with the f32 scores."""
+    path = os.fspath(tmp_path / "s")
+    rng = np.random.default_rng(dim)
+    centres = rng.standard_normal((4, dim)).astype(np.float32)
+    vs = centres[rng.integers(0, 4, 400)] + 0.3 * rng.standard_normal((400, dim)).astype(np.float32)
+    vs /= np.linalg.norm(vs, axis=1, keepdims=True)
+    with Store(path, dim=dim, judge=judges.never, sync=False) as s:
+        s.deposit_many([("a", [f"r{i}"], vs[i : i + 1]) for i in range(len(vs))])
+        qs = centres[rng.integers(0, 4, 12)] + 0.3 * rng.standard_normal((12, dim)).astype(np.float32)
+        qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+        for q in qs:  # the first scan encodes the int8 rows, the later ones bound from them
+            got = s.recall("a", q, k=8, expand=False)
+            exact = vs @ q
+            # The best 8 scores, each the exact score of the record it names
+            # (records tied within float rounding may come in either order).
+            np.testing.assert_allclose([m.score for m in got], np.sort(exact)[::-1][:8], rtol=0, atol=1e-5)
+            mine = [exact[int(m.text[1:])] for m in got]
+            np.testing.assert_allclose([m.score for m in got], mine, rtol=0, atol=1e-5)

@@ -91,8 +91,40 @@ __attribute__((target("avx2"))) static int32_t dot_i8_avx2(const int8_t* a, cons
     return _mm_cvtsi128_si32(s) + dot_i8_plain(a + i, b + i, n - i);
 }
 
+// The same sign trick with AVX-512 VNNI: vpdpbusd multiplies unsigned by
+// signed bytes and sums each four into an int32 lane in one instruction (no
+// int16 step, so no saturation either). 64 products of a and b, added into
+// acc's sixteen lanes.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static inline __m512i dot_i8_block512(__m512i acc,
+                                                                                             const int8_t* a,
+                                                                                             const int8_t* b) {
+    __m512i va = _mm512_loadu_si512(a), vb = _mm512_loadu_si512(b);
+    __m512i b_signed = _mm512_mask_sub_epi8(vb, _mm512_movepi8_mask(va), _mm512_setzero_si512(), vb);  // b * sign(a)
+    return _mm512_dpbusd_epi32(acc, _mm512_abs_epi8(va), b_signed);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static int32_t dot_i8_vnni(const int8_t* a, const int8_t* b,
+                                                                                  size_t n) {
+    __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        acc0 = dot_i8_block512(acc0, a + i, b + i);
+        acc1 = dot_i8_block512(acc1, a + i + 64, b + i + 64);
+    }
+    for (; i + 64 <= n; i += 64) acc0 = dot_i8_block512(acc0, a + i, b + i);
+    // Summed through memory: GCC 12's _mm512_reduce_add_epi32 warns of an
+    // undefined register in its own header.
+    alignas(64) int32_t lanes[16];
+    _mm512_store_si512(lanes, _mm512_add_epi32(acc0, acc1));
+    int32_t s = 0;
+    for (int32_t x : lanes) s += x;
+    return s + dot_i8_avx2(a + i, b + i, n - i);
+}
+
 int32_t dot_i8(const int8_t* a, const int8_t* b, size_t n) {
+    static const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
     static const bool avx2 = __builtin_cpu_supports("avx2");
+    if (vnni) return dot_i8_vnni(a, b, n);
     return avx2 ? dot_i8_avx2(a, b, n) : dot_i8_plain(a, b, n);
 }
 #else

@@ -10,7 +10,8 @@ namespace agentsensus {
 
 float dot(const float* a, const float* b, size_t n);
 float l2sq(const float* a, const float* b, size_t n);
-// Integer dot product of int8 vectors (the scan copy, scan_rows.hpp).
+// Integer dot product of int8 vectors (the scan copy, scan_rows.hpp, and the
+// int8 graph's walk); exact for components in [-127, 127].
 int32_t dot_i8(const int8_t* a, const int8_t* b, size_t n);
 
 // Similarity under the store's metric. Under cos the stored and query vectors
