@@ -19,6 +19,7 @@ package; bench/ is on ``sys.path`` because this file runs as a script.
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import shutil
 import statistics
@@ -100,7 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=200, help="timed deposits per size, kind and sync")
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated subset of {','.join(KINDS)}")
     ap.add_argument("--sync", choices=["off", "on", "both"], default="off", help="fsync each commit")
-    ap.add_argument("--lexical-floor", type=float, default=0.3, help="Store(lexical_floor=...); 0: every word weighs")
+    ap.add_argument(
+        "--lexical-floor",
+        type=float,
+        default=inspect.signature(Store).parameters["lexical_floor"].default,
+        help="Store(lexical_floor=...), the store's default unless given; 0: every word weighs",
+    )
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.n.split(",") if x]
     kinds = [k for k in args.kinds.split(",") if k]
