@@ -185,3 +185,11 @@ def test_compare_limits_modes_tiny(data: Path, tmp_path: Path, mode: list[str]) 
     else:
         # the fake endpoint's verdicts merge every restatement: one record per fact
         assert len(rows) == 3 and all(int(r[1]) > 0 and r[5] == "3" for r in rows), rows
+
+
+def test_glue_batches_tiny(data: Path, tmp_path: Path) -> None:
+    out = run([str(BENCH / "glue_batches.py"), "--n", "1000", "--batches", "5,20", "--repeats", "1"], data, tmp_path)
+    rows = _table(out.stdout)
+    assert [r[0] for r in rows] == ["5", "20"], out.stdout
+    for r in rows:
+        assert float(r[1].replace(",", "")) > 0 and float(r[2].replace(",", "")) > 0 and r[3].endswith("x")
