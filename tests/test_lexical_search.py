@@ -6,6 +6,7 @@ are exactly the reference's."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 
@@ -105,13 +106,34 @@ def test_the_top_k_of_a_larger_corpus_is_the_reference_bm25s(tmp_path_factory, s
         assert list(zip(got_ids.tolist(), got_scores.tolist())) == want
 
 
-@pytest.mark.slow
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
+# What the floor's and the mutual coverage's properties search: stored
+# records, a batch's staged ones, a query of the same words and a k.
+SEARCHED = dict(
     stored=st.lists(texts, min_size=1, max_size=60),
     new=st.lists(texts, max_size=4),
     query=st.lists(st.sampled_from(VOCAB + ["moor", "bell"]), min_size=1, max_size=9).map(" ".join),
     k=st.integers(1, 8),
+)
+
+
+@contextlib.contextmanager
+def _stored_and_staged(tmp_path_factory, stored, new):
+    """A store holding ``stored`` (each its own record, one owner), the texts
+    of every record by id, ``new`` as a batch's staged records (the overlay
+    the engine's lexical call takes) among them at ids -1, -2, ..."""
+    path = str(tmp_path_factory.mktemp("lex") / "s")
+    with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
+        ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
+        docs = {rid: s.get(rid).text for rid in set(ids)}
+        overlay = [(-(j + 1), t, True) for j, t in enumerate(new)]
+        docs.update({-(j + 1): t for j, t in enumerate(new)})
+        yield s, docs, overlay
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    **SEARCHED,
     floor=st.sampled_from([0.05, 0.1, 0.2, 0.3, 0.5, 0.9]),
     also_picks=st.lists(st.integers(0, 70), max_size=4),
     exclude_picks=st.lists(st.integers(0, 70), max_size=3),
@@ -122,12 +144,7 @@ def test_a_floor_leaves_the_hits_that_reach_it_as_the_reference_ranks_them(
     # With a floor the engine weighs the text itself (as weighed_queries does) and
     # may leave out hits below the least score: those that reach it are the
     # reference's top k that reach it, in order, with the same scores.
-    path = str(tmp_path_factory.mktemp("lexf") / "s")
-    with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
-        ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
-        docs = {rid: s.get(rid).text for rid in set(ids)}
-        overlay = [(-(j + 1), t, True) for j, t in enumerate(new)]
-        docs.update({-(j + 1): t for j, t in enumerate(new)})
+    with _stored_and_staged(tmp_path_factory, stored, new) as (s, docs, overlay):
         keys = sorted(docs)
         also = [keys[p % len(keys)] for p in also_picks]
         exclude = [keys[p % len(keys)] for p in exclude_picks]
@@ -144,22 +161,14 @@ def test_a_floor_leaves_the_hits_that_reach_it_as_the_reference_ranks_them(
 @pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    stored=st.lists(texts, min_size=1, max_size=60),
-    new=st.lists(texts, max_size=4),
-    query=st.lists(st.sampled_from(VOCAB + ["moor", "bell"]), min_size=1, max_size=9).map(" ".join),
-    k=st.integers(1, 8),
+    **SEARCHED,
     mutual=st.sampled_from([0.1, 0.2, 0.35, 0.5, 0.7]),
 )
 def test_mutual_coverage_leaves_out_the_hits_the_reference_leaves_out(tmp_path_factory, stored, new, query, k, mutual):
     # As a deposit asks (lexical_floor f: floor f squared, mutual f): of the reference's top k that reach
     # the least score, the engine keeps exactly those that hold most of the query's best score or whose
     # mutual coverage reaches mutual.
-    path = str(tmp_path_factory.mktemp("lexm") / "s")
-    with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
-        ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
-        docs = {rid: s.get(rid).text for rid in set(ids)}
-        overlay = [(-(j + 1), t, True) for j, t in enumerate(new)]
-        docs.update({-(j + 1): t for j, t in enumerate(new)})
+    with _stored_and_staged(tmp_path_factory, stored, new) as (s, docs, overlay):
         floor = mutual * mutual
         (weighed,), (least,) = weighed_queries(s._engine.lexical_word_counts([query], overlay, ""), floor)
         got = s._engine.lexical(unit(99)[None], [query], k, overlay, [[]], "", [[]], floor, mutual)
