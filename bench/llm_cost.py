@@ -17,8 +17,8 @@ records stored show whether each system found its duplicates, and the
 calls and tokens what finding them cost. Tokens are estimated as
 characters / 4 for both.
 
-agentsensus runs at its defaults (hybrid candidates, ``lexical_floor``
-0.3, ``keep_names``), depositing one statement per ``deposit``, and as
+agentsensus runs at its defaults (hybrid candidates, the default
+``lexical_floor``, ``keep_names``), depositing one statement per ``deposit``, and as
 ``deposit_many`` rounds of ``--round`` statements (one per agent) and of
 the whole stream. mem0 2.2 (local Qdrant, offline) adds one statement per
 ``add`` into one shared ``user_id`` (a per-agent ``user_id`` or
