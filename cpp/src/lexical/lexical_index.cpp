@@ -174,6 +174,28 @@ LexicalDoc lexical_doc(std::string_view text) {
     return d;
 }
 
+// A batch's deposits pass the texts it has staged so far with each of its
+// lexical calls (the overlay), so each call tokenized every one again and a
+// batch of n items did n^2/2 of them. A text's words never change, so each
+// thread keeps the documents of the texts it has met, bounded by their
+// bytes and dropped whole when full (no lock: one table per thread).
+std::shared_ptr<const LexicalDoc> shared_doc(std::string_view text) {
+    constexpr size_t kKeptBytes = size_t{8} << 20;
+    thread_local std::unordered_map<std::string, std::shared_ptr<const LexicalDoc>> docs;
+    thread_local size_t bytes = 0;
+    std::string key(text);
+    auto it = docs.find(key);
+    if (it != docs.end()) return it->second;
+    if (bytes + key.size() > kKeptBytes) {
+        docs.clear();
+        bytes = 0;
+    }
+    auto d = std::make_shared<const LexicalDoc>(lexical_doc(text));
+    bytes += key.size();
+    docs.emplace(std::move(key), d);
+    return d;
+}
+
 LexicalIndex::LexicalIndex(Env& env, MDB_dbi meta, MDB_dbi records, bool readonly, ScopeOf scope_of)
     : meta_(meta), records_(records), scope_of_(std::move(scope_of)) {
     try {
@@ -336,22 +358,24 @@ LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, std::optional<uint32_t> scope,
         if (c.over.count(o.id)) continue;
         if (o.id < 0 && !o.hit) continue;  // a new record of another scope
         if (o.id > 0 && (!c.stored || scope_of_(txn, static_cast<uint64_t>(o.id)) != c.scope)) continue;
-        LexicalDoc d = lexical_doc(o.text);
+        std::shared_ptr<const LexicalDoc> d = shared_doc(o.text);
         if (o.id < 0) {
             c.docs += 1;
-            words += d.length;
+            words += d->length;
         } else {
             Be64 key(static_cast<uint64_t>(o.id));
             MDB_val rv;
             RecordHeader h;
             std::string_view text;
             if (!agentsensus::get(txn, records_, val(key.b, 8), rv) || !decode_record(rv, h, text)) continue;
-            LexicalDoc old = lexical_doc(text);
-            words += static_cast<double>(d.length) - old.length;
-            for (const auto& [w, tf] : old.tf) c.replaced_df[w] += 1;
+            std::shared_ptr<const LexicalDoc> old = shared_doc(text);
+            words += static_cast<double>(d->length) - old->length;
+            for (const auto& [w, tf] : old->tf) c.replaced_df[w] += 1;
         }
         c.over.emplace(o.id, LexicalCorpus::Doc{std::move(d), o.hit});
     }
+    for (const auto& [id, d] : c.over)
+        for (const auto& [w, tf] : d.doc->tf) c.over_df[w] += 1;
     c.avgdl = c.docs > 0 && words > 0 ? words / c.docs : 1.0;
     return c;
 }
@@ -372,7 +396,8 @@ double LexicalIndex::records_holding(MDB_txn* txn, const LexicalCorpus& cp, cons
     double df = static_cast<double>(stored);
     auto r = cp.replaced_df.find(word);
     if (r != cp.replaced_df.end()) df -= r->second;
-    for (const auto& [id, d] : cp.over) df += d.doc.tf.count(word);
+    auto o = cp.over_df.find(word);
+    if (o != cp.over_df.end()) df += o->second;
     return df;
 }
 
@@ -504,7 +529,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
             double df = static_cast<double>(t.stored);
             auto r = cp.replaced_df.find(t.word);
             if (r != cp.replaced_df.end()) df -= r->second;
-            for (const auto& [id, d] : cp.over) df += d.doc.tf.count(t.word);
+            auto o = cp.over_df.find(t.word);
+            if (o != cp.over_df.end()) df += o->second;
             if (df <= 0) continue;
             t.idf = std::log(1 + (cp.docs - df + 0.5) / (df + 0.5));
             // term_weight < idf * (k1 + 1) for every count and length; the
@@ -648,8 +674,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
             }
         }
         for (const auto& [id, d] : cp.over) {
-            auto it = d.doc.tf.find(t.word);
-            if (it != d.doc.tf.end()) acc.find(id)->score += term_weight(t.idf, it->second, d.doc.length, cp.avgdl);
+            auto it = d.doc->tf.find(t.word);
+            if (it != d.doc->tf.end()) acc.find(id)->score += term_weight(t.idf, it->second, d.doc->length, cp.avgdl);
         }
     }
     for (size_t i = 0; i < also.size(); ++i)

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -56,13 +57,16 @@ struct LexicalDoc {
     uint32_t length = 0;
 };
 LexicalDoc lexical_doc(std::string_view text);
+// lexical_doc of a text, remembered by the calling thread (shared_doc in
+// lexical_index.cpp says why).
+std::shared_ptr<const LexicalDoc> shared_doc(std::string_view text);
 
 // The corpus a batch's queries are ranked against: one scope's record and
 // word counts as the overlay leaves them, and the overlay's texts as words.
 // Made once per batch (LexicalIndex::corpus), read by each query.
 struct LexicalCorpus {
     struct Doc {
-        LexicalDoc doc;
+        std::shared_ptr<const LexicalDoc> doc;
         bool hit = true;
     };
     uint32_t scope = 0;
@@ -70,6 +74,9 @@ struct LexicalCorpus {
     double docs = 0, avgdl = 1;
     std::unordered_map<int64_t, Doc> over;                // the overlay's records by id
     std::unordered_map<std::string, double> replaced_df;  // words of the stored texts overlay records replace
+    // Per word, the overlay records holding it: counted once per corpus, not
+    // once per word looked up (a batch's overlay grows with each item).
+    std::unordered_map<std::string, double> over_df;
 };
 
 class LexicalIndex {

@@ -75,7 +75,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
             // A record that holds most of what the statement says is a candidate whatever else it says (the
             // statement may tell a part of its fact); below that, the two must hold each other.
             if (mutual && h.score >= out.least[i] && h.score < kMostOf * weighed.best) {
-                LexicalDoc held;
+                std::shared_ptr<const LexicalDoc> held;
                 auto o = corpus.over.find(h.id);
                 if (o != corpus.over.end()) {
                     held = o->second.doc;
@@ -87,10 +87,10 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
                     if (!agentsensus::get(t.get(), db_.records, val(rk.b, 8), rv))
                         throw Corrupt("the lexical index names a missing record");
                     if (!decode_record(rv, rh, stored)) throw Corrupt("record " + std::to_string(h.id) + " is damaged");
-                    held = lexical_doc(stored);
+                    held = shared_doc(stored);
                 }
                 const double share = weighed.best > 0 ? h.score / weighed.best : 0;
-                if (lexical_->coverage(t.get(), corpus, said, held, share, held_by, lq.mutual) < lq.mutual) continue;
+                if (lexical_->coverage(t.get(), corpus, said, *held, share, held_by, lq.mutual) < lq.mutual) continue;
             }
             float s = std::numeric_limits<float>::quiet_NaN();
             if (h.id > 0) {
