@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 from agentsensus import Store
-from agentsensus._deposit.lexical_candidates import MOST_OF, mutual_coverage, weighed_queries
 from helpers import DIM, RecordingJudge
+from lexical_reference import MOST_OF, mutual_coverage, weighed_queries
 
 E = np.eye(DIM, dtype=np.float32)  # orthogonal vectors: no vector candidate anywhere
 

@@ -13,10 +13,10 @@ import re
 import numpy as np
 import pytest
 from agentsensus import Store
-from agentsensus._deposit.lexical_candidates import MOST_OF, mutual_coverage, weighed_queries
 from helpers import DIM, unit
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from lexical_reference import MOST_OF, mutual_coverage, weighed_queries
 
 K1, B = 1.2, 0.75
 # Few words, some in nearly every text, so ties, frequent words and pruning all occur.

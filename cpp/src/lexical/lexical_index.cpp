@@ -393,12 +393,7 @@ double LexicalIndex::records_holding(MDB_txn* txn, const LexicalCorpus& cp, cons
             if (rc) throw_lmdb(rc, "mdb_cursor_count");
         }
     }
-    double df = static_cast<double>(stored);
-    auto r = cp.replaced_df.find(word);
-    if (r != cp.replaced_df.end()) df -= r->second;
-    auto o = cp.over_df.find(word);
-    if (o != cp.over_df.end()) df += o->second;
-    return df;
+    return cp.records_holding(word, stored);
 }
 
 std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts(MDB_txn* txn, const LexicalCorpus& cp,
@@ -526,11 +521,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                 int rc = mdb_cursor_count(t.at->get(), &t.stored);
                 if (rc) throw_lmdb(rc, "mdb_cursor_count");
             }
-            double df = static_cast<double>(t.stored);
-            auto r = cp.replaced_df.find(t.word);
-            if (r != cp.replaced_df.end()) df -= r->second;
-            auto o = cp.over_df.find(t.word);
-            if (o != cp.over_df.end()) df += o->second;
+            const double df = cp.records_holding(t.word, t.stored);
             if (df <= 0) continue;
             t.idf = std::log(1 + (cp.docs - df + 0.5) / (df + 0.5));
             // term_weight < idf * (k1 + 1) for every count and length; the

@@ -77,6 +77,18 @@ struct LexicalCorpus {
     // Per word, the overlay records holding it: counted once per corpus, not
     // once per word looked up (a batch's overlay grows with each item).
     std::unordered_map<std::string, double> over_df;
+
+    // The records of the corpus holding word, of which `stored` are in the
+    // stored index: less the stored texts the overlay replaces, plus the
+    // overlay's own.
+    double records_holding(const std::string& word, size_t stored) const {
+        double df = static_cast<double>(stored);
+        auto r = replaced_df.find(word);
+        if (r != replaced_df.end()) df -= r->second;
+        auto o = over_df.find(word);
+        if (o != over_df.end()) df += o->second;
+        return df;
+    }
 };
 
 class LexicalIndex {
@@ -132,7 +144,7 @@ public:
                                                                        std::string_view query) const;
 
     // A deposit's query as lexical_floor weighs it (the reference is
-    // weighed_queries in python/agentsensus/_deposit/lexical_candidates.py,
+    // weighed_queries in tests/lexical_reference.py,
     // computed alike to the bit): the text's words less those held by more
     // than half of the corpus's records (and more than one), which weigh
     // nothing; and floor times the text's best possible score, its own text
@@ -148,7 +160,7 @@ public:
                   std::unordered_map<std::string, double>* held_by = nullptr) const;
 
     // How much a statement and a record hold of each other (the reference is
-    // mutual_coverage in python/agentsensus/_deposit/lexical_candidates.py):
+    // mutual_coverage in tests/lexical_reference.py):
     // the geometric mean of share (the record's score for the statement's
     // words over the statement's best) and of the statement's score as a
     // record for the record's words over the record's own best, each at most
