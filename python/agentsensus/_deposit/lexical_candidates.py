@@ -48,9 +48,9 @@ records that cannot reach that least score: ``lexical_floor`` squared times
 the best, since a mutual coverage of f needs a share of at least f squared
 from the statement's side. Of the hits that reach it and hold at most
 ``MOST_OF`` of the best, it leaves out those whose mutual coverage is below
-``lexical_floor`` (``Engine.lexical(..., mutual=...)``). ``weighed_queries``
-and ``mutual_coverage`` in tests/lexical_reference.py are the references
-it follows (the property tests hold the engine to them).
+``lexical_floor`` (``Engine.lexical(..., mutual=...)``). The property tests
+hold the engine to Python references of both (``weighed_queries`` and
+``mutual_coverage``), computed from ``Engine.lexical_word_counts``.
 """
 
 from __future__ import annotations
