@@ -122,14 +122,7 @@ bool ScanRows::bounds_f32(const float* q, const Query& qq, uint64_t id, float& l
     if (id >= row_of_.size() || row_of_[id] == kNone) return false;
     uint32_t r = row_of_[id];
     const Meta& m = meta_[r];
-    const int8_t* row = data_.data() + size_t(r) * dim_;
-    // In double: each product is exact and the sum's rounding negligible.
-    double acc[4] = {0, 0, 0, 0};
-    size_t i = 0;
-    for (; i + 4 <= dim_; i += 4)
-        for (size_t j = 0; j < 4; ++j) acc[j] += double(q[i + j]) * double(row[i + j]);
-    for (; i < dim_; ++i) acc[0] += double(q[i]) * double(row[i]);
-    float d = float(double(m.scale) * ((acc[0] + acc[1]) + (acc[2] + acc[3])));
+    float d = float(double(m.scale) * dot_f32_i8(q, data_.data() + size_t(r) * dim_, dim_));
     // q.v - q.v' = q.(v - v') <= |q| err(v); the last term covers the
     // rounding of the exact f32 kernel it is compared with.
     float e = qq.norm * m.err + 1e-5f * (qq.norm * m.norm + 1.f);

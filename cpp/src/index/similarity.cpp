@@ -6,13 +6,7 @@
 #include <immintrin.h>
 #endif
 
-// Wheels target baseline x86-64; target_clones lets the same binary use AVX2
-// or AVX-512 where the CPU has them (resolved once, at load time).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define AGENTSENSUS_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
-#else
-#define AGENTSENSUS_CLONES
-#endif
+#include "index/clones.hpp"
 
 namespace agentsensus {
 
@@ -130,6 +124,18 @@ int32_t dot_i8(const int8_t* a, const int8_t* b, size_t n) {
 #else
 int32_t dot_i8(const int8_t* a, const int8_t* b, size_t n) { return dot_i8_plain(a, b, n); }
 #endif
+
+// Eight lanes of double partial sums: one AVX-512 (two AVX2) vector of
+// fused multiply-adds, each exact since the product is.
+AGENTSENSUS_CLONES double dot_f32_i8(const float* a, const int8_t* b, size_t n) {
+    double acc[8] = {};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t j = 0; j < 8; ++j) acc[j] += double(a[i + j]) * double(b[i + j]);
+    double s = 0.0;
+    for (; i < n; ++i) s += double(a[i]) * double(b[i]);
+    return s + (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
+}
 
 float ip_distance(uintptr_t a, uintptr_t b, uintptr_t n) {
     return 1.f - dot(reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), n);

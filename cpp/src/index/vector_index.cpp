@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -86,6 +87,21 @@ constexpr size_t kCompactScan = 512, kCompactScanQuantized = 64;
 // Rows re-scored exactly per call of the exact source (one LMDB read
 // transaction each), so that a first long scan never buffers the whole owner.
 constexpr size_t kExactBatch = 4096;
+
+// Room for `want` floats, uninitialized: exact_vectors writes every row it
+// reads. Short scans (up to 256 KB of rows, the common case) reuse one
+// buffer per thread: a fresh zeroed vector per call cost a memset and page
+// faults on every recall. Longer ones allocate into `big`, so no thread
+// keeps megabytes after one large scan.
+float* scratch_floats(size_t want, std::unique_ptr<float[]>& big) {
+    constexpr size_t kKept = size_t(1) << 16;
+    if (want > kKept) {
+        big.reset(new float[want]);
+        return big.get();
+    }
+    thread_local std::unique_ptr<float[]> kept(new float[kKept]);
+    return kept.get();
+}
 
 // usearch stores a unit vector as round-toward-zero(127 * v) under int8.
 constexpr float kI8Scale = 127.f;
@@ -241,18 +257,20 @@ struct VectorIndex::Impl {
     // a vector, absent(i) for the rest; fill also encodes their scan rows.
     template <class On, class Absent>
     void score_exact(const float* q, const uint64_t* ids, size_t n, bool fill, On on, Absent absent) const {
-        std::vector<float> vs(std::min(n, kExactBatch) * dim);
+        const size_t want = std::min(n, kExactBatch) * dim;
+        std::unique_ptr<float[]> big;
+        float* vs_data = scratch_floats(want, big);
         std::vector<unsigned char> found(std::min(n, kExactBatch));
         for (size_t at = 0; at < n; at += kExactBatch) {
             size_t m = std::min(kExactBatch, n - at);
-            exact_vectors(ids + at, m, vs.data(), found.data());
+            exact_vectors(ids + at, m, vs_data, found.data());
             for (size_t i = 0; i < m; ++i) {
                 if (found[i])
-                    on(at + i, similarity(metric, q, vs.data() + i * dim, dim));
+                    on(at + i, similarity(metric, q, vs_data + i * dim, dim));
                 else
                     absent(at + i);
             }
-            if (fill) fill_rows(ids + at, vs.data(), found.data(), m);
+            if (fill) fill_rows(ids + at, vs_data, found.data(), m);
         }
     }
 
@@ -386,10 +404,12 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
         std::vector<Bound> b;
         b.reserve(n);
         std::vector<uint64_t> missing;
+        // The query quantized once for both passes (empty while no rows exist).
+        ScanRows::Query qq;
         {
             std::shared_lock<std::shared_mutex> g(impl_->rows_mu);
             const ScanRows* rows = impl_->rows.get();  // null until a scan has filled some
-            ScanRows::Query qq = rows ? rows->quantize(q) : ScanRows::Query{};
+            if (rows) qq = rows->quantize(q);
             constexpr size_t kAhead = 8;
             for (size_t i = 0; rows && i < std::min(n, kAhead); ++i) rows->prefetch(ids[i]);
             for (size_t i = 0; i < n; ++i) {
@@ -419,7 +439,7 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
         if (near.size() > k) {
             std::shared_lock<std::shared_mutex> g(impl_->rows_mu);
             const ScanRows* rows = impl_->rows.get();
-            ScanRows::Query qq = rows ? rows->quantize(q) : ScanRows::Query{};
+            if (rows && qq.q.empty()) qq = rows->quantize(q);  // rows filled meanwhile
             for (Bound& x : near)
                 if (rows && x.lo != x.hi) rows->bounds_f32(q, qq, x.id, x.lo, x.hi);
             std::nth_element(near.begin(), near.begin() + (k - 1), near.end(),
@@ -431,9 +451,31 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
             if (x.hi >= floor) left.push_back(x.id);
         // In id order: the exact source then reads LMDB's pages in key order.
         std::sort(left.begin(), left.end());
+        bool lost = false;
         impl_->score_exact(
             q, left.data(), left.size(), false, [&](size_t i, float s) { out.push_back(Hit{left[i], s}); },
-            [&](size_t i) { absent.push_back(left[i]); });
+            [&](size_t i) {
+                absent.push_back(left[i]);
+                lost = true;
+            });
+        // The floor is sound only if every id that set it still has a
+        // vector (the exact source reads the latest snapshot; a record
+        // forgotten since the caller's has a row but no vector): then score
+        // what the floor ruled out as well.
+        if (lost) {
+            std::vector<uint64_t> rest;
+            for (const Bound& x : b) {
+                if (std::binary_search(left.begin(), left.end(), x.id)) continue;
+                if (x.lo == x.hi)
+                    out.push_back(Hit{x.id, x.lo});  // scored exactly above (the copy lacked it)
+                else
+                    rest.push_back(x.id);
+            }
+            std::sort(rest.begin(), rest.end());
+            impl_->score_exact(
+                q, rest.data(), rest.size(), false, [&](size_t i, float s) { out.push_back(Hit{rest[i], s}); },
+                [&](size_t i) { absent.push_back(rest[i]); });
+        }
     }
     size_t top = std::min(k, out.size());
     std::partial_sort(out.begin(), out.begin() + top, out.end(), better);
