@@ -14,6 +14,7 @@ import sys
 from typing import Any, Iterator, Optional
 
 import llama_index.core
+import llama_index.core.storage.chat_store.sql as sql_chat_store
 import pytest
 from agentsensus import Store, embedders
 from agentsensus.integrations import open_stores
@@ -75,6 +76,25 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(llama_index.core, "global_tokenizer", None)
     yield
+
+
+@pytest.fixture(autouse=True)
+def chat_stores_closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Closes the SQL engines Memory's chat store opens (an aiosqlite
+    connection with a thread of its own) when the test ends: left to the
+    garbage collector, they close after their event loop has, and warn."""
+    engines: list[Any] = []
+    real = sql_chat_store.create_async_engine
+
+    def opened(*args: Any, **kwargs: Any) -> Any:
+        engine = real(*args, **kwargs)
+        engines.append(engine)
+        return engine
+
+    monkeypatch.setattr(sql_chat_store, "create_async_engine", opened)
+    yield
+    for engine in engines:
+        asyncio.run(engine.dispose())
 
 
 @pytest.fixture
