@@ -39,7 +39,9 @@ bool StoreImpl::has_versions(MDB_txn* txn) { return has_versions_ && entries(txn
 
 StoreImpl::Links StoreImpl::links_of(MDB_txn* txn, uint64_t id) {
     Links l;
-    if (!has_versions_) return l;
+    // Most stores never supersede: an empty table is known from its count
+    // (no B-tree descent), and every row a recall reads asks.
+    if (!has_versions(txn)) return l;
     Be64 k(id);
     MDB_val v;
     if (!agentsensus::get(txn, db_.versions, val(k.b, 8), v)) return l;
