@@ -118,3 +118,43 @@ def test_long_owner_scans_stay_exact_at_every_kernel_length(tmp_path, dim):
             np.testing.assert_allclose([m.score for m in got], np.sort(exact)[::-1][:8], rtol=0, atol=1e-5)
             mine = [exact[int(m.text[1:])] for m in got]
             np.testing.assert_allclose([m.score for m in got], mine, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed,spread", [(1, 0.2), (2, 1.0), (3, 1.0)])
+def test_graph_recall_reads_only_what_the_bounds_keep_and_answers_the_same(tmp_path, seed, spread):
+    """A large owner's recall walks the graph and re-scores only the
+    candidates whose int8 bounds could reach its best k (and settles the
+    crowded rule from the bounds where they can). Its answer must be what
+    re-scoring every candidate gives: the exact best k of the owner when the
+    walk reached them or the crowded rule sent it to a scan, else the best k
+    of the same walk that prepare (which re-scores all it walks) ranks. And
+    the first walk of a query, which scores every candidate exactly (the
+    int8 copy lacks them), must answer as the same query again from bounds,
+    for the owner of every record and for one of every second."""
+    path = os.fspath(tmp_path / "s")
+    vs = clustered(2400, seed, spread)
+    ids = build(path, vs)
+    with Store(path, create=False, judge=judges.never) as s:
+        s.deposit_many([("b", [f"r{i}"], vs[i : i + 1]) for i in range(0, len(vs), 2)])
+    index_of = {rid: i for i, rid in enumerate(ids)}
+    qs = clustered(16, seed + 7, spread)
+    # expansion_search 16 and k <= 5: the owner of every record walks 16
+    # candidates (1,600 vectors' cost < 2,400), as prepare does for k <= 16.
+    with Store(path, create=False, exact_cutoff=0, expansion_search=16, judge=judges.never) as s:
+        engine = s._handles().engine
+        for owner in ("a", "b"):
+            for k in (1, 3, 5):
+                first = [[(m.id, m.score) for m in s.recall(owner, q, k=k, expand=False)] for q in qs]
+                again = [[(m.id, m.score) for m in s.recall(owner, q, k=k, expand=False)] for q in qs]
+                assert again == first
+                if owner != "a":
+                    continue
+                digests = b"".join(text_digest(f"query {j}") for j in range(len(qs)))
+                _, _, offsets, got_ids, got_scores, _ = engine.prepare(qs, digests, k, -2.0)
+                for j, (q, hits) in enumerate(zip(qs, first)):
+                    exact = vs @ q
+                    best = sorted(range(len(vs)), key=lambda i: (-float(exact[i]), ids[i]))[:k]
+                    walked = [index_of[int(x)] for x in got_ids[offsets[j] : offsets[j + 1]]]
+                    got = [index_of[rid] for rid, _ in hits]
+                    assert got in (best, walked), (got, best, walked)
+                    np.testing.assert_allclose([sc for _, sc in hits], exact[got], rtol=0, atol=1e-5)

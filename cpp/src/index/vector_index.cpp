@@ -382,6 +382,50 @@ std::vector<Hit> VectorIndex::search(const float* q, size_t k) const {
     return out;
 }
 
+std::vector<VectorIndex::Bounded> VectorIndex::walk(const float* q, size_t w) const {
+    if (impl_->index.size() == 0 || w == 0) return {};
+    auto r = impl_->index.search(q, std::max(w, impl_->params.expansion_search));
+    const std::vector<Hit> cand = impl_->collect(r);
+    std::vector<Bounded> out(cand.size());
+    if (!impl_->quantized()) {
+        for (size_t i = 0; i < cand.size(); ++i) out[i] = Bounded{cand[i].id, cand[i].score, cand[i].score};
+        return out;
+    }
+    std::vector<uint64_t> missing;
+    std::vector<size_t> at;
+    {
+        std::shared_lock<std::shared_mutex> g(impl_->rows_mu);
+        const ScanRows* rows = impl_->rows.get();
+        ScanRows::Query qq;
+        if (rows) qq = rows->quantize(q);
+        for (size_t i = 0; i < cand.size(); ++i) {
+            out[i].id = cand[i].id;
+            if (!rows || !rows->bounds_f32(q, qq, cand[i].id, out[i].lo, out[i].hi)) {
+                missing.push_back(cand[i].id);
+                at.push_back(i);
+            }
+        }
+    }
+    std::vector<char> gone(out.size(), 0);
+    impl_->score_exact(
+        q, missing.data(), missing.size(), true, [&](size_t j, float s) { out[at[j]].lo = out[at[j]].hi = s; },
+        [&](size_t j) { gone[at[j]] = 1; });
+    if (!missing.empty()) {
+        size_t kept = 0;
+        for (size_t i = 0; i < out.size(); ++i)
+            if (!gone[i]) out[kept++] = out[i];
+        out.resize(kept);
+    }
+    return out;
+}
+
+std::vector<Hit> VectorIndex::exact(const float* q, const uint64_t* ids, size_t n) const {
+    std::vector<Hit> out;
+    out.reserve(n);
+    impl_->score_exact(q, ids, n, false, [&](size_t i, float s) { out.push_back(Hit{ids[i], s}); }, [](size_t) {});
+    return out;
+}
+
 std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n, size_t k,
                                    std::vector<uint64_t>& absent) const {
     std::vector<Hit> out;

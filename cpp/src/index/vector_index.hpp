@@ -61,6 +61,22 @@ public:
     // re-scores them exactly and keeps the best k.
     std::vector<Hit> search(const float* q, size_t k) const;
 
+    // A graph candidate with bounds on its exact score (lo == hi: exact).
+    struct Bounded {
+        uint64_t id;
+        float lo, hi;
+    };
+    // The candidates a graph search at width max(w, expansion_search) ranks,
+    // in its order, bounded rather than re-scored: from the int8 copy against
+    // the f32 query (about 1% of a unit score) where the copy holds them,
+    // else exactly, and those the copy then gains. A caller that needs the
+    // exact best few of them scores only what the bounds cannot rule out
+    // (exact()); an f32 graph gives exact scores. Ids without a vector (gone
+    // since the walk) are left out.
+    std::vector<Bounded> walk(const float* q, size_t w) const;
+    // Exact scores of ids, in their order; ids without a vector are skipped.
+    std::vector<Hit> exact(const float* q, const uint64_t* ids, size_t n) const;
+
     // The exact k most similar of ids (ascending), best first, with the same
     // scores as similarity() over the stored vectors. Ids the index does not
     // hold are skipped and appended to absent. Long scans go through a

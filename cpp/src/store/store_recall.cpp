@@ -55,6 +55,78 @@ namespace agentsensus {
 namespace {
 constexpr size_t kOverfetch = 3, kScanPerCandidate = 100;
 constexpr float kCrowded = 0.1f;
+
+using Bounded = VectorIndex::Bounded;
+
+// The exact best `need` of kept (candidates of one walk), best first, ties to
+// the lower id: what an exact re-score of every candidate would rank first.
+// A candidate whose upper bound is below the need-th best lower bound cannot
+// be among them, so it is never read from LMDB.
+std::vector<Hit> exact_best(const VectorIndex& ix, const float* q, const std::vector<Bounded>& kept, size_t need) {
+    std::vector<Hit> out;
+    if (need == 0 || kept.empty()) return out;
+    float floor = -INFINITY;
+    if (kept.size() > need) {
+        std::vector<float> lows(kept.size());
+        for (size_t i = 0; i < kept.size(); ++i) lows[i] = kept[i].lo;
+        std::nth_element(lows.begin(), lows.begin() + (need - 1), lows.end(), std::greater<float>());
+        floor = lows[need - 1];
+    }
+    std::vector<uint64_t> ids;
+    for (const Bounded& c : kept) {
+        if (c.hi < floor) continue;
+        if (c.lo == c.hi)
+            out.push_back(Hit{c.id, c.lo});  // scored exactly by the walk
+        else
+            ids.push_back(c.id);
+    }
+    std::sort(ids.begin(), ids.end());  // the exact source reads LMDB in key order
+    std::vector<Hit> scored = ix.exact(q, ids.data(), ids.size());
+    if (scored.size() < ids.size()) {
+        // A vector gone since the walk: the floor may rest on its bound, so
+        // score every kept candidate.
+        out.clear();
+        ids.clear();
+        for (const Bounded& c : kept) {
+            if (c.lo == c.hi)
+                out.push_back(Hit{c.id, c.lo});
+            else
+                ids.push_back(c.id);
+        }
+        std::sort(ids.begin(), ids.end());
+        scored = ix.exact(q, ids.data(), ids.size());
+    }
+    out.insert(out.end(), scored.begin(), scored.end());
+    const size_t top = std::min(need, out.size());
+    std::partial_sort(out.begin(), out.begin() + top, out.end(), better);
+    out.resize(top);
+    return out;
+}
+
+// Whether the k-th best score kth lies within kCrowded of the walk's edge
+// (its lowest exact score): from the bounds when they settle it, else from
+// the exact scores of the candidates that could be the lowest. The answer is
+// the one exact scores of every candidate would give.
+bool crowded_at(const VectorIndex& ix, const float* q, const std::vector<Bounded>& cand, float kth) {
+    if (cand.empty()) return kth - 1.0f < kCrowded;
+    float lo = INFINITY, hi = INFINITY;
+    for (const Bounded& c : cand) lo = std::min(lo, c.lo), hi = std::min(hi, c.hi);
+    // The edge lies in [lo, hi], and float subtraction is monotone.
+    if (kth - hi >= kCrowded) return false;
+    if (kth - lo < kCrowded) return true;
+    float edge = hi;
+    std::vector<uint64_t> ids;
+    for (const Bounded& c : cand) {
+        if (c.lo > hi) continue;  // above some candidate's upper bound: not the lowest
+        if (c.lo == c.hi)
+            edge = std::min(edge, c.lo);
+        else
+            ids.push_back(c.id);
+    }
+    std::sort(ids.begin(), ids.end());
+    for (const Hit& h : ix.exact(q, ids.data(), ids.size())) edge = std::min(edge, h.score);
+    return kth - edge < kCrowded;
+}
 }  // namespace
 
 size_t StoreImpl::search_cost(size_t width) const { return std::max(width, expansion_search_) * kScanPerCandidate; }
@@ -197,20 +269,25 @@ bool StoreImpl::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t 
     if (widened) wanted = wider_than(wanted);
     for (;;) {
         wanted = std::max(wanted, expansion_search_);
-        hits = index_->search(q, wanted);
-        const float edge = hits.empty() ? 1.0f : hits.back().score;  // the last candidate ranked
+        // The walk's candidates, bounded: only the best few kept are read
+        // from LMDB and scored exactly (exact_best), not all of them.
+        const std::vector<Bounded> cand = index_->walk(q, wanted);
         // Keep the owner's; the allow-set may be ahead of this snapshot, so
         // ownership is then confirmed in it.
         size_t owned = 0;
-        hits.erase(std::remove_if(hits.begin(), hits.end(),
-                                  [&](const Hit& h) {
-                                      if (!test_bit(bits, h.id) || (!bits_exact && !owns(txn, oid, h.id))) return true;
-                                      ++owned;
-                                      return !passes(txn, oid, h.id, filter);
-                                  }),
-                   hits.end());
-        if (hits.size() >= enough) {
-            if (widened || hits[want - 1].score - edge >= kCrowded) break;
+        std::vector<Bounded> kept;
+        for (const Bounded& c : cand) {
+            if (!test_bit(bits, c.id) || (!bits_exact && !owns(txn, oid, c.id))) continue;
+            ++owned;
+            if (passes(txn, oid, c.id, filter)) kept.push_back(c);
+        }
+        if (kept.size() >= enough) {
+            hits = exact_best(*index_, q, kept, want);
+            // Every kept candidate had a vector at the walk; should one be
+            // gone since (forgotten by another process, not yet applied to
+            // the index), the exact scan answers instead.
+            if (hits.size() < want) return false;
+            if (widened || !crowded_at(*index_, q, cand, hits[want - 1].score)) break;
             // Crowded: once more, wider (or the exact scan when that costs less).
             widened = true;
             const size_t wider = wider_than(wanted);
