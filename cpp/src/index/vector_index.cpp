@@ -426,6 +426,53 @@ std::vector<Hit> VectorIndex::exact(const float* q, const uint64_t* ids, size_t 
     return out;
 }
 
+// The exact best `need` of kept (candidates of one walk), best first, ties to
+// the lower id: what an exact re-score of every candidate would rank first.
+// A candidate whose upper bound is below the need-th best lower bound cannot
+// be among them, so it is never read from LMDB.
+std::vector<Hit> VectorIndex::best(const float* q, const std::vector<Bounded>& kept, size_t need) const {
+    std::vector<Hit> out;
+    if (need == 0 || kept.empty()) return out;
+    float floor = -INFINITY;
+    if (kept.size() > need) {
+        std::vector<float> lows(kept.size());
+        for (size_t i = 0; i < kept.size(); ++i) lows[i] = kept[i].lo;
+        std::nth_element(lows.begin(), lows.begin() + (need - 1), lows.end(), std::greater<float>());
+        floor = lows[need - 1];
+    }
+    std::vector<uint64_t> ids;
+    for (const Bounded& c : kept) {
+        if (c.hi < floor) continue;
+        if (c.lo == c.hi)
+            out.push_back(Hit{c.id, c.lo});  // scored exactly by the walk
+        else
+            ids.push_back(c.id);
+    }
+    std::sort(ids.begin(), ids.end());  // the exact source reads LMDB in key order
+    std::vector<Hit> scored = exact(q, ids.data(), ids.size());
+    if (scored.size() < ids.size()) {
+        // A vector gone since the walk: the floor may rest on its bound, so
+        // score every kept candidate.
+        out.clear();
+        ids.clear();
+        for (const Bounded& c : kept) {
+            if (c.lo == c.hi)
+                out.push_back(Hit{c.id, c.lo});
+            else
+                ids.push_back(c.id);
+        }
+        std::sort(ids.begin(), ids.end());
+        scored = exact(q, ids.data(), ids.size());
+    }
+    out.insert(out.end(), scored.begin(), scored.end());
+    const size_t top = std::min(need, out.size());
+    std::partial_sort(out.begin(), out.begin() + top, out.end(), [](const Hit& a, const Hit& b) {
+        return a.score > b.score || (a.score == b.score && a.id < b.id);
+    });
+    out.resize(top);
+    return out;
+}
+
 std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n, size_t k,
                                    std::vector<uint64_t>& absent) const {
     std::vector<Hit> out;

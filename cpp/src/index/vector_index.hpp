@@ -76,6 +76,11 @@ public:
     std::vector<Bounded> walk(const float* q, size_t w) const;
     // Exact scores of ids, in their order; ids without a vector are skipped.
     std::vector<Hit> exact(const float* q, const uint64_t* ids, size_t n) const;
+    // The exact best `need` of kept (candidates of one walk), best first,
+    // ties to the lower id: what an exact re-score of them all would rank
+    // first, reading only those whose upper bound reaches the need-th best
+    // lower bound.
+    std::vector<Hit> best(const float* q, const std::vector<Bounded>& kept, size_t need) const;
 
     // The exact k most similar of ids (ascending), best first, with the same
     // scores as similarity() over the stored vectors. Ids the index does not

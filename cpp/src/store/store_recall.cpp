@@ -58,51 +58,6 @@ constexpr float kCrowded = 0.1f;
 
 using Bounded = VectorIndex::Bounded;
 
-// The exact best `need` of kept (candidates of one walk), best first, ties to
-// the lower id: what an exact re-score of every candidate would rank first.
-// A candidate whose upper bound is below the need-th best lower bound cannot
-// be among them, so it is never read from LMDB.
-std::vector<Hit> exact_best(const VectorIndex& ix, const float* q, const std::vector<Bounded>& kept, size_t need) {
-    std::vector<Hit> out;
-    if (need == 0 || kept.empty()) return out;
-    float floor = -INFINITY;
-    if (kept.size() > need) {
-        std::vector<float> lows(kept.size());
-        for (size_t i = 0; i < kept.size(); ++i) lows[i] = kept[i].lo;
-        std::nth_element(lows.begin(), lows.begin() + (need - 1), lows.end(), std::greater<float>());
-        floor = lows[need - 1];
-    }
-    std::vector<uint64_t> ids;
-    for (const Bounded& c : kept) {
-        if (c.hi < floor) continue;
-        if (c.lo == c.hi)
-            out.push_back(Hit{c.id, c.lo});  // scored exactly by the walk
-        else
-            ids.push_back(c.id);
-    }
-    std::sort(ids.begin(), ids.end());  // the exact source reads LMDB in key order
-    std::vector<Hit> scored = ix.exact(q, ids.data(), ids.size());
-    if (scored.size() < ids.size()) {
-        // A vector gone since the walk: the floor may rest on its bound, so
-        // score every kept candidate.
-        out.clear();
-        ids.clear();
-        for (const Bounded& c : kept) {
-            if (c.lo == c.hi)
-                out.push_back(Hit{c.id, c.lo});
-            else
-                ids.push_back(c.id);
-        }
-        std::sort(ids.begin(), ids.end());
-        scored = ix.exact(q, ids.data(), ids.size());
-    }
-    out.insert(out.end(), scored.begin(), scored.end());
-    const size_t top = std::min(need, out.size());
-    std::partial_sort(out.begin(), out.begin() + top, out.end(), better);
-    out.resize(top);
-    return out;
-}
-
 // Whether the k-th best score kth lies within kCrowded of the walk's edge
 // (its lowest exact score): from the bounds when they settle it, else from
 // the exact scores of the candidates that could be the lowest. The answer is
@@ -270,7 +225,7 @@ bool StoreImpl::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t 
     for (;;) {
         wanted = std::max(wanted, expansion_search_);
         // The walk's candidates, bounded: only the best few kept are read
-        // from LMDB and scored exactly (exact_best), not all of them.
+        // from LMDB and scored exactly (VectorIndex::best), not all of them.
         const std::vector<Bounded> cand = index_->walk(q, wanted);
         // Keep the owner's; the allow-set may be ahead of this snapshot, so
         // ownership is then confirmed in it.
@@ -282,7 +237,7 @@ bool StoreImpl::search_owned(MDB_txn* txn, uint32_t oid, const float* q, size_t 
             if (passes(txn, oid, c.id, filter)) kept.push_back(c);
         }
         if (kept.size() >= enough) {
-            hits = exact_best(*index_, q, kept, want);
+            hits = index_->best(q, kept, want);
             // Every kept candidate had a vector at the walk; should one be
             // gone since (forgotten by another process, not yet applied to
             // the index), the exact scan answers instead.

@@ -33,7 +33,9 @@ void StoreImpl::read_record_meta(MDB_txn* txn, uint64_t id, uint32_t oid, Row& r
             throw Corrupt("the times of record " + std::to_string(id) + " are damaged");
         row.has_times = true;
     }
-    if (oid == 0) return;
+    // Most stores hold no metadata: an empty table is known from its count
+    // (no B-tree descent), and every row a recall reads asks.
+    if (oid == 0 || entries(txn, db_.metadata) == 0) return;
     auto mk = metadata_key(id, oid);
     if (agentsensus::get(txn, db_.metadata, val(mk.data(), mk.size()), v)) row.metadata.assign(view(v));
 }
