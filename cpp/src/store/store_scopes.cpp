@@ -52,7 +52,10 @@ void check_scope_name(std::string_view name) {
     if (!has_visible(name)) throw InvalidArgument("scope has no visible character");
 }
 
-constexpr size_t kOverfetch = 3, kScanPerCandidate = 200;  // as recall's plan (store_recall.cpp)
+// kOverfetch as recall's plan (store_recall.cpp). kScanPerCandidate is the
+// f32 graph's measured cost; recall's plan uses the int8 graph's 100, so a
+// deposit's scope is scanned exactly up to twice the size an owner would be.
+constexpr size_t kOverfetch = 3, kScanPerCandidate = 200;
 
 }  // namespace
 
