@@ -103,6 +103,9 @@ float* scratch_floats(size_t want, std::unique_ptr<float[]>& big) {
     return kept.get();
 }
 
+// Best first, ties to the lower id: the order of every ranked answer.
+bool ranks_before(const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.id < b.id); }
+
 // usearch stores a unit vector as round-toward-zero(127 * v) under int8.
 constexpr float kI8Scale = 127.f;
 
@@ -375,9 +378,7 @@ std::vector<Hit> VectorIndex::search(const float* q, size_t k) const {
     impl_->score_exact(
         q, ids.data(), ids.size(), false, [&](size_t i, float s) { out.push_back(Hit{ids[i], s}); }, [](size_t) {});
     size_t top = std::min(k, out.size());
-    std::partial_sort(out.begin(), out.begin() + top, out.end(), [](const Hit& a, const Hit& b) {
-        return a.score > b.score || (a.score == b.score && a.id < b.id);
-    });
+    std::partial_sort(out.begin(), out.begin() + top, out.end(), ranks_before);
     out.resize(top);
     return out;
 }
@@ -466,9 +467,7 @@ std::vector<Hit> VectorIndex::best(const float* q, const std::vector<Bounded>& k
     }
     out.insert(out.end(), scored.begin(), scored.end());
     const size_t top = std::min(need, out.size());
-    std::partial_sort(out.begin(), out.begin() + top, out.end(), [](const Hit& a, const Hit& b) {
-        return a.score > b.score || (a.score == b.score && a.id < b.id);
-    });
+    std::partial_sort(out.begin(), out.begin() + top, out.end(), ranks_before);
     out.resize(top);
     return out;
 }
@@ -477,7 +476,6 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
                                    std::vector<uint64_t>& absent) const {
     std::vector<Hit> out;
     if (k == 0 || n == 0) return out;
-    auto better = [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.id < b.id); };
     const size_t compact = impl_->quantized() ? kCompactScanQuantized : kCompactScan;
     if (n < compact || impl_->index.size() < compact) {
         out.reserve(n);
@@ -488,11 +486,7 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
         // Bounds from the int8 copy; the k-th best lower bound rules out every
         // id whose upper bound is below it, and the rest are scored exactly.
         // Ids the copy lacks are scored exactly now and encoded afterwards.
-        struct Bound {
-            float lo, hi;
-            uint64_t id;
-        };
-        std::vector<Bound> b;
+        std::vector<Bounded> b;
         b.reserve(n);
         std::vector<uint64_t> missing;
         // The query quantized once for both passes (empty while no rows exist).
@@ -505,7 +499,7 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
             for (size_t i = 0; rows && i < std::min(n, kAhead); ++i) rows->prefetch(ids[i]);
             for (size_t i = 0; i < n; ++i) {
                 if (rows && i + kAhead < n) rows->prefetch(ids[i + kAhead]);
-                Bound x{0, 0, ids[i]};
+                Bounded x{ids[i], 0, 0};
                 if (rows && rows->bounds(qq, ids[i], x.lo, x.hi))
                     b.push_back(x);
                 else
@@ -514,16 +508,16 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
         }
         // Ids the copy lacks: scored exactly now, and encoded.
         impl_->score_exact(
-            q, missing.data(), missing.size(), true, [&](size_t i, float s) { b.push_back(Bound{s, s, missing[i]}); },
+            q, missing.data(), missing.size(), true, [&](size_t i, float s) { b.push_back(Bounded{missing[i], s, s}); },
             [&](size_t i) { absent.push_back(missing[i]); });
         float floor = -INFINITY;
         if (b.size() > k) {
             std::nth_element(b.begin(), b.begin() + (k - 1), b.end(),
-                             [](const Bound& x, const Bound& y) { return x.lo > y.lo; });
+                             [](const Bounded& x, const Bounded& y) { return x.lo > y.lo; });
             floor = b[k - 1].lo;
         }
-        std::vector<Bound> near;
-        for (const Bound& x : b)
+        std::vector<Bounded> near;
+        for (const Bounded& x : b)
             if (x.hi >= floor) near.push_back(x);
         // What the int8 query's bounds leave is bounded again with the f32
         // query (about half the error), so fewer rows are read from LMDB.
@@ -531,14 +525,14 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
             std::shared_lock<std::shared_mutex> g(impl_->rows_mu);
             const ScanRows* rows = impl_->rows.get();
             if (rows && qq.q.empty()) qq = rows->quantize(q);  // rows filled meanwhile
-            for (Bound& x : near)
+            for (Bounded& x : near)
                 if (rows && x.lo != x.hi) rows->bounds_f32(q, qq, x.id, x.lo, x.hi);
             std::nth_element(near.begin(), near.begin() + (k - 1), near.end(),
-                             [](const Bound& x, const Bound& y) { return x.lo > y.lo; });
+                             [](const Bounded& x, const Bounded& y) { return x.lo > y.lo; });
             floor = std::max(floor, near[k - 1].lo);
         }
         std::vector<uint64_t> left;
-        for (const Bound& x : near)
+        for (const Bounded& x : near)
             if (x.hi >= floor) left.push_back(x.id);
         // In id order: the exact source then reads LMDB's pages in key order.
         std::sort(left.begin(), left.end());
@@ -555,7 +549,7 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
         // what the floor ruled out as well.
         if (lost) {
             std::vector<uint64_t> rest;
-            for (const Bound& x : b) {
+            for (const Bounded& x : b) {
                 if (std::binary_search(left.begin(), left.end(), x.id)) continue;
                 if (x.lo == x.hi)
                     out.push_back(Hit{x.id, x.lo});  // scored exactly above (the copy lacked it)
@@ -569,7 +563,7 @@ std::vector<Hit> VectorIndex::scan(const float* q, const uint64_t* ids, size_t n
         }
     }
     size_t top = std::min(k, out.size());
-    std::partial_sort(out.begin(), out.begin() + top, out.end(), better);
+    std::partial_sort(out.begin(), out.begin() + top, out.end(), ranks_before);
     out.resize(top);
     return out;
 }
