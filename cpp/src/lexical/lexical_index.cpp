@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -135,13 +136,20 @@ private:
 }  // namespace
 
 std::array<unsigned char, kWordDigestBytes> word_digest(std::string_view word) {
-    // Two 64-bit checksums of the word, each behind its own lead byte.
-    std::string b(1, '\x01');
-    b.append(word);
+    // Two 64-bit checksums of the word, each behind its own lead byte. An
+    // indexed word fits the stack buffer (kMaxWordBytes): no allocation.
+    unsigned char small[1 + kMaxWordBytes];
+    std::vector<unsigned char> big;
+    unsigned char* b = small;
+    if (word.size() > kMaxWordBytes) {
+        big.resize(1 + word.size());
+        b = big.data();
+    }
+    std::memcpy(b + 1, word.data(), word.size());
     std::array<unsigned char, kWordDigestBytes> out{};
     for (int half = 0; half < 2; ++half) {
-        b[0] = static_cast<char>(1 + half);
-        uint64_t h = checksum64(reinterpret_cast<const unsigned char*>(b.data()), b.size());
+        b[0] = static_cast<unsigned char>(1 + half);
+        uint64_t h = checksum64(b, 1 + word.size());
         std::memcpy(out.data() + 8 * half, &h, 8);
     }
     return out;
@@ -167,11 +175,22 @@ std::vector<std::string> lexical_words(std::string_view text) {
 
 LexicalDoc lexical_doc(std::string_view text) {
     LexicalDoc d;
-    for (std::string& w : lexical_words(text)) {
-        ++d.tf[std::move(w)];
-        ++d.length;
+    std::vector<std::string> words = lexical_words(text);
+    d.length = static_cast<uint32_t>(words.size());
+    std::sort(words.begin(), words.end());
+    for (std::string& w : words) {
+        if (!d.tf.empty() && d.tf.back().first == w)
+            ++d.tf.back().second;
+        else
+            d.tf.emplace_back(std::move(w), 1);
     }
     return d;
+}
+
+uint32_t LexicalDoc::count(std::string_view word) const {
+    auto it = std::lower_bound(tf.begin(), tf.end(), word,
+                               [](const std::pair<std::string, uint32_t>& e, std::string_view w) { return e.first < w; });
+    return it != tf.end() && it->first == word ? it->second : 0;
 }
 
 // A batch's deposits pass the texts it has staged so far with each of its
@@ -380,12 +399,10 @@ LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, std::optional<uint32_t> scope,
     return c;
 }
 
-double LexicalIndex::records_holding(MDB_txn* txn, const LexicalCorpus& cp, const std::string& word,
-                                     bool built_) const {
+double LexicalIndex::records_holding(Cursor& c, const LexicalCorpus& cp, const std::string& word, bool built_) const {
     // as search counts a word's records
     size_t stored = 0;
     if (built_ && cp.stored) {
-        Cursor c(txn, postings_);
         std::string key = posting_key(cp.scope, word);
         MDB_val k = val(key), v;
         if (c.op(k, v, MDB_SET)) {
@@ -401,7 +418,8 @@ std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts
     std::vector<std::tuple<std::string, uint32_t, double>> out;
     const LexicalDoc q = lexical_doc(query);
     const bool built_ = built(txn);
-    for (const auto& [word, tf] : q.tf) out.emplace_back(word, tf, records_holding(txn, cp, word, built_));
+    Cursor at(txn, postings_);
+    for (const auto& [word, tf] : q.tf) out.emplace_back(word, tf, records_holding(at, cp, word, built_));
     return out;
 }
 
@@ -431,15 +449,16 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
         const double idf = weight(known->second);
         if (idf <= 0) continue;
         own += term_weight(idf, tf, record.length, cp.avgdl);
-        auto s = statement.tf.find(word);
-        if (s != statement.tf.end()) theirs += term_weight(idf, s->second, statement.length, cp.avgdl);
+        if (uint32_t s = statement.count(word)) theirs += term_weight(idf, s, statement.length, cp.avgdl);
     }
     // below need once own > theirs * share / need^2
     const double most = need > 0 ? theirs * share / (need * need) : std::numeric_limits<double>::infinity();
-    const bool built_ = unknown.empty() || built(txn);
+    if (unknown.empty()) return own <= 0 ? 0 : std::sqrt(share * std::min(theirs / own, 1.0));
+    const bool built_ = built(txn);
+    Cursor at(txn, postings_);
     for (const auto& [word, tf] : unknown) {
         if (own > most) return 0;
-        const double df = records_holding(txn, cp, *word, built_);
+        const double df = records_holding(at, cp, *word, built_);
         held_by.emplace(*word, df);
         const double idf = weight(df);
         if (idf > 0) own += term_weight(idf, tf, record.length, cp.avgdl);  // a word the statement lacks
@@ -586,15 +605,15 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     bool closed = k == 0;  // no record outside acc can reach the top k any more
     for (size_t j = 0; j < terms.size(); ++j) {
         const Term& t = terms[j];
+        // The k-th score so far, once per word (nothing moves it in between).
+        const double kth_now = kth();
         if (!closed) {
             // Closed once the words left cannot lift a record from nothing
             // to the k-th score so far, or to the least wanted one.
-            const double theta = kth();
-            closed = rest[j] < wanted || (!std::isnan(theta) && rest[j] < theta * kBelow);
+            closed = rest[j] < wanted || (!std::isnan(kth_now) && rest[j] < kth_now * kBelow);
         }
         if (closed) {
-            double theta = kth();
-            theta = std::isnan(theta) ? wanted : std::max(theta * kBelow, wanted);
+            const double theta = std::isnan(kth_now) ? wanted : std::max(kth_now * kBelow, wanted);
             acc.prune([&](const Acc& a) { return !a.pinned && a.score + rest[j] < theta; });
         }
         if (t.stored > 0) {
@@ -665,8 +684,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
             }
         }
         for (const auto& [id, d] : cp.over) {
-            auto it = d.doc->tf.find(t.word);
-            if (it != d.doc->tf.end()) acc.find(id)->score += term_weight(t.idf, it->second, d.doc->length, cp.avgdl);
+            if (uint32_t tf = d.doc->count(t.word)) acc.find(id)->score += term_weight(t.idf, tf, d.doc->length, cp.avgdl);
         }
     }
     for (size_t i = 0; i < also.size(); ++i)

@@ -17,7 +17,6 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -51,10 +50,14 @@ std::array<unsigned char, kWordDigestBytes> word_digest(std::string_view word);
 // Punctuation and whitespace separate words.
 std::vector<std::string> lexical_words(std::string_view text);
 
-// A text's words with their counts, and its length in words.
+// A text's words with their counts, and its length in words. tf is sorted
+// by word, each word once: the order a std::map would iterate, without a
+// node per word (a deposit reads a few dozen of these per statement).
 struct LexicalDoc {
-    std::map<std::string, uint32_t> tf;
+    std::vector<std::pair<std::string, uint32_t>> tf;
     uint32_t length = 0;
+    // word's count, or 0 when the text lacks it.
+    uint32_t count(std::string_view word) const;
 };
 LexicalDoc lexical_doc(std::string_view text);
 // lexical_doc of a text, remembered by the calling thread (shared_doc in
@@ -179,8 +182,9 @@ public:
     void verify(MDB_txn* txn, const std::function<void(std::string)>& bad) const;
 
 private:
-    // The corpus's records holding word, the overlay counted (built: the index is complete).
-    double records_holding(MDB_txn* txn, const LexicalCorpus& corpus, const std::string& word, bool built) const;
+    // The corpus's records holding word, the overlay counted (built: the
+    // index is complete); at: a cursor on the postings to reuse.
+    double records_holding(Cursor& at, const LexicalCorpus& corpus, const std::string& word, bool built) const;
     void put_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
     void drop_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
     uint64_t words_total(MDB_txn* txn) const;
