@@ -12,43 +12,13 @@ namespace {
 // rather than grow the array without bound.
 constexpr uint64_t kDenseSlack = 1 << 16;
 
-// std::nearbyint under the default rounding mode (to nearest, ties to even),
-// for |x| <= 128, inline: adding and taking away 1.5 * 2^23 rounds a float
-// to an integer. std::nearbyint is a libm call per element on x86-64
-// without SSE4.1, and a process encodes every row it first scans (3.7 us a
-// row at dim 384, most of it those calls). Equal to std::rint on every
-// float in [-128, 128] (checked exhaustively); encode's values are within
-// [-127, 127] by construction. The file is built without -ffast-math, so
-// the two additions are not folded away.
-inline float round_to_even(float x) {
-    constexpr float kShift = 12582912.0f;
-    return (x + kShift) - kShift;
-}
-
 }  // namespace
 
 ScanRows::ScanRows(size_t dim, Metric metric) : dim_(dim), metric_(metric) {}
 
-void ScanRows::encode(const float* v, int8_t* out, Meta& m) const {
-    float top = 0.f;
-    double n2 = 0.0;
-    for (size_t i = 0; i < dim_; ++i) {
-        top = std::max(top, std::fabs(v[i]));
-        n2 += double(v[i]) * double(v[i]);
-    }
-    m.scale = top > 0.f ? top / 127.f : 1.f;
-    float inv = 1.f / m.scale;
-    double e2 = 0.0;
-    for (size_t i = 0; i < dim_; ++i) {
-        float r = round_to_even(v[i] * inv);
-        r = std::min(127.f, std::max(-127.f, r));
-        out[i] = static_cast<int8_t>(r);
-        double d = double(v[i]) - double(m.scale) * double(out[i]);
-        e2 += d * d;
-    }
-    m.err = float(std::sqrt(e2));
-    m.norm = float(std::sqrt(n2));
-}
+// quantize_i8 (quantize.cpp): vectorized, and built so that its rounding
+// is exact; a scan encodes its query once per call and each row once.
+void ScanRows::encode(const float* v, int8_t* out, Meta& m) const { quantize_i8(v, dim_, out, m.scale, m.err, m.norm); }
 
 bool ScanRows::put(uint64_t id, const float* v) {
     if (id >= row_of_.size()) {
