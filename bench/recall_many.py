@@ -26,10 +26,10 @@ from agentsensus import Store, _core
 from datasets import corpus_queries
 from scale_stores import corpus_store
 
-# recall_many converts the answers to Memory objects after the engine made
-# them all (the default), or each while the engine makes the rest
-# (_core.recall_many_overlap(True)).
-WAYS = ("recall one by one", "recall_many", "recall_many, converting meanwhile")
+# recall_many converts the answers to Memory objects while the engine makes
+# the rest (the default: the caller's thread is one of the engine's workers),
+# or after the engine made them all (_core.recall_many_overlap(False)).
+WAYS = ("recall one by one", "recall_many, converting after", "recall_many")
 
 
 def main() -> None:
@@ -48,11 +48,12 @@ def main() -> None:
     pairs = list(zip(owners, qs))
     times: dict[str, list[float]] = {way: [] for way in WAYS}
     cpu: dict[str, list[float]] = {way: [] for way in WAYS}  # this process's CPU seconds, all threads
+    default = _core.recall_many_overlap(True)
     with Store(path, create=False, readonly=True) as s:
         assert s.recall_many(pairs, k=a.k) == [s.recall(o, q, k=a.k) for o, q in pairs], "answers differ"
         for r in range(a.repeats):
             for way in WAYS if r % 2 == 0 else WAYS[::-1]:
-                _core.recall_many_overlap(way == "recall_many, converting meanwhile")
+                _core.recall_many_overlap(way != "recall_many, converting after")
                 t, c = time.perf_counter(), time.process_time()
                 if way == "recall one by one":
                     for o, q in pairs:
@@ -61,7 +62,7 @@ def main() -> None:
                     s.recall_many(pairs, k=a.k)
                 times[way].append(time.perf_counter() - t)
                 cpu[way].append(time.process_time() - c)
-        _core.recall_many_overlap(False)
+        _core.recall_many_overlap(default)
     qps = {way: a.batch / statistics.median(t) for way, t in times.items()}
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"N={a.n} dim 384, owners {a.owners}, batch {a.batch}, k={a.k}, {a.repeats} repeats")

@@ -7,7 +7,6 @@
 // recall_nogil_ns lets a bench split a recall's time into GIL-held and
 // GIL-released.
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -45,14 +44,15 @@ std::chrono::nanoseconds keep_gil_below{30000};
 constexpr size_t kKeepGilOwners = 1 << 16;
 std::unordered_map<std::string, bool> short_recall;
 
-// recall_many_memories can convert answers while the engine makes the rest
-// (recall_many_overlap sets it, so a bench can set the two side by side);
-// this thread then wakes for every kWakeEvery answers finished, not for
-// each. Off by default: the engine's workers already use every core, and
-// on an idle 2-core machine converting after them all was faster (1.36x to
-// 1.50x one-by-one recall, against 1.15x to 1.25x overlapped:
-// bench/recall_many.py, bench/notes/2026-12-03-recall-many.md).
-bool overlap_conversion = false;
+// recall_many_memories converts answers while the engine makes the rest
+// (the default), or after them all (recall_many_overlap(False), so a bench
+// can set the two side by side). While the batch runs, the caller's thread
+// is one of the engine's workers and converts what is finished every
+// kWakeEvery answers; so the threads never outnumber the workers. On a
+// 2-core machine, 1% owners of 20k records: 1.52x-1.89x one-by-one recall
+// converting meanwhile, against 1.45x-1.75x after
+// (bench/notes/2026-12-03-recall-many.md).
+bool overlap_conversion = true;
 constexpr size_t kWakeEvery = 8;
 
 std::string short_recall_key(const Engine& e, const std::string& owner) {
@@ -282,10 +282,10 @@ void bind_memories(py::module_& m) {
         py::arg("threshold"), py::arg("memory_type"), py::arg("decode_metadata"));
     // Store.recall_many without lexical: the recalls of many (owner, query)
     // pairs in one engine call. The engine's workers make the answers with
-    // the GIL released while this thread turns the finished ones into
-    // Memory objects (which needs the GIL): that conversion is about a
-    // quarter of a short recall's time, and done after the batch it would
-    // leave the second core idle for it.
+    // the GIL released, and this thread, one of them, turns the finished
+    // ones into Memory objects between its own recalls (which needs the
+    // GIL): that conversion is about a quarter of a short recall's time,
+    // and done after the batch it would leave the other cores idle for it.
     engine.def(
         "recall_many_memories",
         [](Engine& e, const std::vector<std::string>& owners, std::optional<std::string> scope, const F32& queries,
@@ -313,50 +313,41 @@ void bind_memories(py::module_& m) {
                 for (size_t i = 0; i < n; ++i) out[i] = convert(std::move(answers[i]));
                 return out;
             }
-            // answers[i] is written by one worker, then i is published under mu.
+            // answers[i] is written by one worker, then i is published under
+            // mu. The caller's thread is one of the engine's workers
+            // (parallel_on): between its own recalls it converts what the
+            // batch has finished, with the GIL taken back, while the other
+            // workers only recall. The conversion so takes the caller's
+            // share of the recalls, not a core of its own or the time after.
             std::vector<std::vector<Row>> answers(n);
             std::mutex mu;
-            std::condition_variable cv;
-            std::vector<size_t> ready;
-            bool finished = false;
-            std::exception_ptr failure;
-            std::thread runner([&] {
-                try {
-                    st.recall_many(owners, q, k, expand, f, threshold, scope, [&](size_t i, std::vector<Row>&& rows) {
-                        answers[i] = std::move(rows);
-                        std::lock_guard<std::mutex> g(mu);
-                        ready.push_back(i);
-                        if (ready.size() >= kWakeEvery) cv.notify_one();
-                    });
-                } catch (...) {
-                    failure = std::current_exception();
-                }
-                std::lock_guard<std::mutex> g(mu);
-                finished = true;
-                cv.notify_one();
-            });
-            // The runner never takes the GIL, so it is joined without it,
-            // on every way out (a conversion that raises too).
-            struct Join {
-                std::thread& t;
-                ~Join() {
-                    py::gil_scoped_release nogil;
-                    t.join();
-                }
-            } join{runner};
-            std::vector<size_t> batch;
-            for (bool done = false; !done;) {
+            std::vector<size_t> ready, batch;
+            auto convert_ready = [&] {  // with the GIL
                 {
-                    py::gil_scoped_release nogil;
-                    std::unique_lock<std::mutex> l(mu);
-                    cv.wait(l, [&] { return ready.size() >= kWakeEvery || finished; });
+                    std::lock_guard<std::mutex> g(mu);
                     batch.swap(ready);
-                    done = finished;  // set after the last answer: batch holds all that remain
                 }
                 for (size_t i : batch) out[i] = convert(std::move(answers[i]));
                 batch.clear();
+            };
+            const std::thread::id caller = std::this_thread::get_id();
+            {
+                py::gil_scoped_release nogil;
+                st.recall_many(owners, q, k, expand, f, threshold, scope, [&](size_t i, std::vector<Row>&& rows) {
+                    answers[i] = std::move(rows);
+                    size_t waiting;
+                    {
+                        std::lock_guard<std::mutex> g(mu);
+                        ready.push_back(i);
+                        waiting = ready.size();
+                    }
+                    if (waiting >= kWakeEvery && std::this_thread::get_id() == caller) {
+                        py::gil_scoped_acquire gil;
+                        convert_ready();
+                    }
+                });
             }
-            if (failure) std::rethrow_exception(failure);
+            convert_ready();
             return out;
         },
         py::arg("owners"), py::arg("scope"), py::arg("queries"), py::arg("k"), py::arg("expand"), py::arg("spec"),

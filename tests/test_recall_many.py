@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 import pytest
-from agentsensus import Store
+from agentsensus import Memory, Store, _core
 from helpers import DIM, near, unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -191,3 +191,52 @@ def test_recall_many_under_own_words_is_recall_per_pair(tmp_path):
         assert [m.text for m in got[1]] == ["a ghost is walking"]
         with pytest.raises(ValueError, match=r"^queries\[1\]: "):
             s.recall_many([("a", unit(1)), ("b", np.zeros(DIM))])
+
+
+@pytest.mark.parametrize("meanwhile", [True, False])
+def test_recall_many_converts_during_or_after_the_batch_alike(tmp_path, meanwhile):
+    # 200 pairs run on every core's worker; the caller's thread converts the
+    # finished answers between its own recalls (meanwhile, the default) or
+    # after them all. Both give one-by-one recall's answers, metadata and all.
+    rng = np.random.default_rng(3)
+    with Store(tmp_path, dim=DIM, min_similarity=0.999) as s:
+        for d in range(120):
+            vecs = rng.standard_normal((3, DIM)).astype(np.float32)
+            s.deposit(f"agent{d % 5}", [f"fact {d}-{i}" for i in range(3)], vecs, metadata=[{"d": d}] * 3)
+        pairs = [(f"agent{i % 6}", rng.standard_normal(DIM).astype(np.float32)) for i in range(200)]
+        before = _core.recall_many_overlap(meanwhile)
+        try:
+            got = s.recall_many(pairs, k=4)
+        finally:
+            _core.recall_many_overlap(before)
+        assert [_key(g) for g in got] == [_key(s.recall(o, q, k=4)) for o, q in pairs]
+        assert sum(map(len, got)) > 400
+
+
+@pytest.mark.parametrize("meanwhile", [True, False])
+def test_a_conversion_that_fails_mid_batch_raises_and_leaves_the_store_usable(tmp_path, meanwhile):
+    # The metadata reader raises on its 30th record, while the engine's
+    # other worker may still be recalling: the error reaches the caller,
+    # every worker stops, and the next batch runs.
+    rng = np.random.default_rng(5)
+    with Store(tmp_path, dim=DIM, min_similarity=0.999) as s:
+        for d in range(60):
+            s.deposit("a", [f"fact {d}"], rng.standard_normal((1, DIM)).astype(np.float32), metadata=[{"d": d}])
+        pairs = [("a", rng.standard_normal(DIM).astype(np.float32)) for _ in range(100)]
+        calls = []
+
+        def decode(text):
+            calls.append(text)
+            if len(calls) == 30:
+                raise RuntimeError("reader failed")
+            return {"read": True}
+
+        engine = s._handles().engine
+        matrix = np.stack([q for _, q in pairs])
+        before = _core.recall_many_overlap(meanwhile)
+        try:
+            with pytest.raises(RuntimeError, match="reader failed"):
+                engine.recall_many_memories(["a"] * 100, None, matrix, 3, True, b"", float("-inf"), Memory, decode)
+        finally:
+            _core.recall_many_overlap(before)
+        assert [_key(g) for g in s.recall_many(pairs[:5], k=3)] == [_key(s.recall("a", q, k=3)) for _, q in pairs[:5]]
