@@ -49,6 +49,15 @@ std::string posting_key(uint32_t scope, std::string_view word) {
     return k;
 }
 
+// What the remembered counts key a word by (posting_counts.hpp):
+// [Be32 scope][word], so that a count found costs no digest.
+std::string counted_key(uint32_t scope, std::string_view word) {
+    Be32 s(scope);
+    std::string k(reinterpret_cast<const char*>(s.b), 4);
+    k.append(word);
+    return k;
+}
+
 Posting decode_posting(const unsigned char* p) {
     Posting x;
     x.id = read_be64(p);
@@ -267,8 +276,10 @@ void LexicalIndex::set_scope_stats(MDB_txn* txn, uint32_t scope, const ScopeStat
 }
 
 void LexicalIndex::put_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d) {
+    const uint64_t writing = mdb_txn_id(txn);
     for (const auto& [w, tf] : d.tf) {
         auto p = encode_posting(Posting{id, tf, d.length});
+        counts_.changing(writing, counted_key(scope, w));
         put(txn, postings_, val(posting_key(scope, w)), val(p.data(), p.size()));
     }
 }
@@ -277,9 +288,11 @@ void LexicalIndex::put_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const
 // another count or length (damage) goes too.
 void LexicalIndex::drop_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d) {
     Cursor c(txn, postings_);
+    const uint64_t writing = mdb_txn_id(txn);
     for (const auto& [w, tf] : d.tf) {
         auto probe = encode_posting(Posting{id, 0, 0});
         const std::string key = posting_key(scope, w);
+        counts_.changing(writing, counted_key(scope, w));
         MDB_val k = val(key), v = val(probe.data(), probe.size());
         if (!c.op(k, v, MDB_GET_BOTH_RANGE)) continue;
         if (v.mv_size != kPosting || read_be64(v.mv_data) != id) continue;
@@ -323,6 +336,7 @@ void LexicalIndex::retext(MDB_txn* txn, uint64_t id, std::string_view before, st
 }
 
 void LexicalIndex::build(MDB_txn* txn, const std::function<void(uint64_t, uint64_t)>& progress) {
+    counts_.changing_all(mdb_txn_id(txn));
     int rc = mdb_drop(txn, postings_, 0);
     if (rc) throw_lmdb(rc, "mdb_drop");
     const uint64_t total = entries(txn, records_);
@@ -360,13 +374,15 @@ void LexicalIndex::build(MDB_txn* txn, const std::function<void(uint64_t, uint64
 }
 
 LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, std::optional<uint32_t> scope,
-                                   const std::vector<LexicalOverlay>& overlay) const {
+                                   const std::vector<LexicalOverlay>& overlay, bool read_only) const {
     // The scope's corpus as the overlay leaves it: its new records join, and
     // its committed records are scored by their overlay text, not the stored
     // one. Records of other scopes, stored or new, are not of it.
     LexicalCorpus c;
     c.scope = scope.value_or(0);
     c.stored = scope.has_value();
+    if (read_only) c.snapshot = mdb_txn_id(txn);
+    c.built = built(txn);
     double words = 0;
     if (c.stored) {
         ScopeStats st = scope_stats(txn, c.scope);
@@ -399,27 +415,43 @@ LexicalCorpus LexicalIndex::corpus(MDB_txn* txn, std::optional<uint32_t> scope,
     return c;
 }
 
+size_t LexicalIndex::stored_postings(Cursor& c, const LexicalCorpus& cp, const std::string& word, std::string* key,
+                                     bool* placed) const {
+    if (placed) *placed = false;
+    if (!cp.stored) return 0;
+    const std::string counted = cp.snapshot ? counted_key(cp.scope, word) : std::string();
+    if (cp.snapshot)
+        if (std::optional<size_t> known = counts_.find(cp.snapshot, counted)) return *known;
+    std::string own;
+    std::string& at = key ? *key : own;
+    if (at.empty()) at = posting_key(cp.scope, word);
+    size_t stored = 0;
+    MDB_val k = val(at), v;
+    if (c.op(k, v, MDB_SET)) {
+        int rc = mdb_cursor_count(c.get(), &stored);
+        if (rc) throw_lmdb(rc, "mdb_cursor_count");
+        if (placed) *placed = true;
+    }
+    if (cp.snapshot) counts_.remember(cp.snapshot, counted, stored);
+    return stored;
+}
+
 double LexicalIndex::records_holding(Cursor& c, const LexicalCorpus& cp, const std::string& word, bool built_) const {
     // as search counts a word's records
-    size_t stored = 0;
-    if (built_ && cp.stored) {
-        std::string key = posting_key(cp.scope, word);
-        MDB_val k = val(key), v;
-        if (c.op(k, v, MDB_SET)) {
-            int rc = mdb_cursor_count(c.get(), &stored);
-            if (rc) throw_lmdb(rc, "mdb_cursor_count");
-        }
-    }
+    const size_t stored = built_ ? stored_postings(c, cp, word) : 0;
     return cp.records_holding(word, stored);
 }
 
 std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts(MDB_txn* txn, const LexicalCorpus& cp,
                                                                                  std::string_view query) const {
+    return word_counts(txn, cp, lexical_doc(query));
+}
+
+std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts(MDB_txn* txn, const LexicalCorpus& cp,
+                                                                                 const LexicalDoc& q) const {
     std::vector<std::tuple<std::string, uint32_t, double>> out;
-    const LexicalDoc q = lexical_doc(query);
-    const bool built_ = built(txn);
     Cursor at(txn, postings_);
-    for (const auto& [word, tf] : q.tf) out.emplace_back(word, tf, records_holding(at, cp, word, built_));
+    for (const auto& [word, tf] : q.tf) out.emplace_back(word, tf, records_holding(at, cp, word, cp.built));
     return out;
 }
 
@@ -454,11 +486,10 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
     // below need once own > theirs * share / need^2
     const double most = need > 0 ? theirs * share / (need * need) : std::numeric_limits<double>::infinity();
     if (unknown.empty()) return own <= 0 ? 0 : std::sqrt(share * std::min(theirs / own, 1.0));
-    const bool built_ = built(txn);
     Cursor at(txn, postings_);
     for (const auto& [word, tf] : unknown) {
         if (own > most) return 0;
-        const double df = records_holding(at, cp, *word, built_);
+        const double df = records_holding(at, cp, *word, cp.built);
         held_by.emplace(*word, df);
         const double idf = weight(df);
         if (idf > 0) own += term_weight(idf, tf, record.length, cp.avgdl);  // a word the statement lacks
@@ -467,7 +498,7 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
     return std::sqrt(share * std::min(theirs / own, 1.0));
 }
 
-LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp, std::string_view text, double floor,
+LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp, const LexicalDoc& text, double floor,
                                           std::unordered_map<std::string, double>* held_by) const {
     // Every operation in weighed_queries' order, so the floors are the same doubles.
     const auto words = word_counts(txn, cp, text);
@@ -517,15 +548,16 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                                              const std::function<bool(uint64_t)>* keep,
                                              const std::vector<int64_t>* exclude, double least) const {
     also_scores.assign(also.size(), 0.f);
-    if (!built(txn) || cp.docs <= 0) return {};
+    if (!cp.built || cp.docs <= 0) return {};
     struct Term {
         std::string word, key;  // key: [Be32 scope][word]
         size_t stored = 0;      // postings in the table
         double idf = 0, bound = 0;
-        // At the word's first posting (when stored > 0): counting its postings
+        // At the word's first posting when placed: counting its postings
         // placed it there, and reading them starts from it without a second
-        // descent of the table.
+        // descent of the table. A remembered count placed it nowhere.
         std::unique_ptr<Cursor> at;
+        bool placed = false;
     };
     std::vector<Term> terms;
     {
@@ -533,15 +565,11 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         for (const auto& word : q.tf) {  // a query's repeated word counts once
             Term t;
             t.word = word.first;
-            t.key = posting_key(cp.scope, word.first);
             t.at = std::make_unique<Cursor>(txn, postings_);
-            MDB_val key = val(t.key), v;
-            if (cp.stored && t.at->op(key, v, MDB_SET)) {
-                int rc = mdb_cursor_count(t.at->get(), &t.stored);
-                if (rc) throw_lmdb(rc, "mdb_cursor_count");
-            }
+            t.stored = stored_postings(*t.at, cp, t.word, &t.key, &t.placed);
             const double df = cp.records_holding(t.word, t.stored);
             if (df <= 0) continue;
+            if (t.key.empty()) t.key = posting_key(cp.scope, t.word);
             t.idf = std::log(1 + (cp.docs - df + 0.5) / (df + 0.5));
             // term_weight < idf * (k1 + 1) for every count and length; the
             // margin covers the rounding of the sums compared with it.
@@ -664,8 +692,9 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                 };
                 // GET_CURRENT first: a word of one posting has no duplicates
                 // page, and GET_MULTIPLE then leaves v as it was.
-                MDB_val key, v;
-                bool more = t.at->op(key, v, MDB_GET_CURRENT) && t.at->op(key, v, MDB_GET_MULTIPLE);
+                MDB_val key = val(t.key), v;
+                bool more = (t.placed || t.at->op(key, v, MDB_SET)) && t.at->op(key, v, MDB_GET_CURRENT) &&
+                            t.at->op(key, v, MDB_GET_MULTIPLE);
                 while (more) {
                     const unsigned char* p = static_cast<const unsigned char*>(v.mv_data);
                     for (size_t at = 0; at + kPosting <= v.mv_size; at += kPosting) {

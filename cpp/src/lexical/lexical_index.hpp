@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "agentsensus/rows.hpp"
+#include "lexical/posting_counts.hpp"
 #include "lmdb/lmdb_env.hpp"
 
 namespace agentsensus {
@@ -74,6 +75,11 @@ struct LexicalCorpus {
     };
     uint32_t scope = 0;
     bool stored = true;  // false: a scope never used, with no postings
+    // The read transaction's snapshot (LMDB txn id) whose word counts may be
+    // remembered across calls (posting_counts.hpp); 0: not a read
+    // transaction's, nothing remembered.
+    uint64_t snapshot = 0;
+    bool built = false;  // the index is complete (LexicalIndex::built) on the corpus's snapshot
     double docs = 0, avgdl = 1;
     std::unordered_map<int64_t, Doc> over;                // the overlay's records by id
     std::unordered_map<std::string, double> replaced_df;  // words of the stored texts overlay records replace
@@ -131,8 +137,10 @@ public:
                                    const std::vector<LexicalOverlay>& overlay, const std::vector<int64_t>& also,
                                    std::vector<float>& also_scores,
                                    const std::function<bool(uint64_t)>* keep = nullptr) const;
-    // The same against a corpus made once for several queries.
-    LexicalCorpus corpus(MDB_txn* txn, std::optional<uint32_t> scope, const std::vector<LexicalOverlay>& overlay) const;
+    // The same against a corpus made once for several queries; read_only:
+    // txn is a read transaction, so its word counts may be remembered.
+    LexicalCorpus corpus(MDB_txn* txn, std::optional<uint32_t> scope, const std::vector<LexicalOverlay>& overlay,
+                         bool read_only = false) const;
     // exclude (if given): ids that are never hits, so the k are of the others.
     // least (> 0): hits scoring below it are not wanted; the search may leave
     // such hits out (and then reads less), never one that reaches it.
@@ -145,6 +153,8 @@ public:
     // query, the corpus's records holding it, the overlay counted).
     std::vector<std::tuple<std::string, uint32_t, double>> word_counts(MDB_txn* txn, const LexicalCorpus& corpus,
                                                                        std::string_view query) const;
+    std::vector<std::tuple<std::string, uint32_t, double>> word_counts(MDB_txn* txn, const LexicalCorpus& corpus,
+                                                                       const LexicalDoc& query) const;
 
     // A deposit's query as lexical_floor weighs it (the reference is
     // weighed_queries in tests/lexical_reference.py,
@@ -159,7 +169,8 @@ public:
         double best = 0;  // the text's best possible score
     };
     // held_by (if given) gets each word's record count, for coverage.
-    Weighed weigh(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view text, double floor,
+    // text: the statement as lexical_doc reads it.
+    Weighed weigh(MDB_txn* txn, const LexicalCorpus& corpus, const LexicalDoc& text, double floor,
                   std::unordered_map<std::string, double>* held_by = nullptr) const;
 
     // How much a statement and a record hold of each other (the reference is
@@ -175,6 +186,10 @@ public:
     double coverage(MDB_txn* txn, const LexicalCorpus& corpus, const LexicalDoc& statement, const LexicalDoc& record,
                     double share, std::unordered_map<std::string, double>& held, double need = 0) const;
 
+    // This handle committed write transaction txn (Env::on_commit): what it
+    // changed is no longer counted as before.
+    void committed(uint64_t txn) { counts_.committed(txn); }
+
     // I18: the postings are exactly the words of the live records' texts,
     // each with its count and the record's length, under the record's scope,
     // and meta lex_words is their total length. I20: each scope's statistics
@@ -182,6 +197,12 @@ public:
     void verify(MDB_txn* txn, const std::function<void(std::string)>& bad) const;
 
 private:
+    // The postings of word in the corpus's scope, from the remembered
+    // counts or else counted with c, which is then at the word's first
+    // posting (placed is set); key (if given) gets the posting key when it
+    // was computed.
+    size_t stored_postings(Cursor& c, const LexicalCorpus& corpus, const std::string& word, std::string* key = nullptr,
+                           bool* placed = nullptr) const;
     // The corpus's records holding word, the overlay counted (built: the
     // index is complete); at: a cursor on the postings to reuse.
     double records_holding(Cursor& at, const LexicalCorpus& corpus, const std::string& word, bool built) const;
@@ -199,6 +220,7 @@ private:
     MDB_dbi postings_ = 0, meta_ = 0, records_ = 0;
     bool available_ = true;
     ScopeOf scope_of_;
+    mutable PostingCounts counts_;
 };
 
 }  // namespace agentsensus

@@ -79,7 +79,7 @@ bool Cursor::op(MDB_val& k, MDB_val& v, MDB_cursor_op o) {
     return true;
 }
 
-Env::Env(const std::string& dir, const Options& o) : readonly_(o.readonly), dir_(dir) {
+Env::Env(const std::string& dir, const Options& o) : dir_(dir), readonly_(o.readonly) {
     struct stat st;
     if (stat(dir.c_str(), &st) != 0) {
         if (!o.create || o.readonly) throw NotFound("store directory does not exist: " + dir);
@@ -186,6 +186,7 @@ void Env::write(const std::function<void(MDB_txn*)>& fn) {
             mdb_txn_abort(txn);
             throw;
         }
+        const uint64_t id = mdb_txn_id(txn);
         rc = mdb_txn_commit(txn);  // frees txn whatever the outcome
         if (rc == MDB_MAP_FULL) {
             lock.unlock();
@@ -195,6 +196,7 @@ void Env::write(const std::function<void(MDB_txn*)>& fn) {
         // LMDB reports a short write as EIO: on a full device, it is that.
         if (rc == EIO && device_full(env_)) rc = ENOSPC;
         if (rc) throw_lmdb(rc, "mdb_txn_commit");
+        if (on_commit_) on_commit_(id);
         return;
     }
 }

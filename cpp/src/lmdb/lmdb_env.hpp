@@ -94,6 +94,9 @@ public:
     // the transaction is aborted, the map grown, and fn run again from the
     // start: fn must not keep side effects outside the transaction.
     void write(const std::function<void(MDB_txn*)>& fn);
+    // fn(id) after each write transaction this handle commits, with its
+    // LMDB txn id, on the committing thread (set once, at open).
+    void on_commit(std::function<void(uint64_t)> fn) { on_commit_ = std::move(fn); }
 
     // Picks up a map size another process grew to.
     void adopt_resize();
@@ -131,6 +134,7 @@ private:
     MDB_env* env_ = nullptr;
     bool readonly_ = false;
     std::shared_mutex resize_mu_;
+    std::function<void(uint64_t)> on_commit_;
 };
 
 // Small helpers. get/del return false on MDB_NOTFOUND; put returns false on

@@ -49,7 +49,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
     std::function<bool(uint64_t)> keep = [&](uint64_t id) { return sv.contains(id); };
     std::vector<uint64_t> named;
     // The scope's own statistics: no score moves with another scope's records.
-    const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay);  // once for every query
+    const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay, true);  // once for every query
     out.least.assign(queries.size(), 0.0);
     std::unordered_map<std::string, double> held_by;  // words' record counts in the corpus, for mutual coverage
     for (size_t i = 0; i < queries.size(); ++i) {
@@ -59,8 +59,10 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         // least score need not be found (the deposit drops them).
         std::string_view text = lq.text;
         LexicalIndex::Weighed weighed;
+        // The statement's words, read once for weighing and coverage.
+        const LexicalDoc said = lq.floor > 0 ? lexical_doc(lq.text) : LexicalDoc();
         if (lq.floor > 0) {
-            weighed = lexical_->weigh(t.get(), corpus, lq.text, lq.floor, lq.mutual > 0 ? &held_by : nullptr);
+            weighed = lexical_->weigh(t.get(), corpus, said, lq.floor, lq.mutual > 0 ? &held_by : nullptr);
             text = weighed.query;
             out.least[i] = weighed.least;
         }
@@ -69,8 +71,6 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         // Mutual coverage: a record that shares a part of the statement but
         // says a fact of its own besides is no candidate.
         const bool mutual = lq.floor > 0 && lq.mutual > 0;
-        LexicalDoc said;
-        if (mutual) said = lexical_doc(lq.text);
         for (const LexicalHit& h : hits) {
             // A record that holds most of what the statement says is a candidate whatever else it says (the
             // statement may tell a part of its fact); below that, the two must hold each other.
@@ -117,7 +117,7 @@ LexicalWordCounts StoreImpl::lexical_word_counts(const std::vector<std::string>&
     check_open();
     LexicalWordCounts out;
     ReadTxn t(*env_);
-    const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay);
+    const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay, true);
     out.docs = corpus.docs;
     out.avgdl = corpus.avgdl;
     for (const std::string& text : texts) out.words.push_back(lexical_->word_counts(t.get(), corpus, text));

@@ -1,0 +1,81 @@
+#include "lexical/posting_counts.hpp"
+
+namespace agentsensus {
+
+bool PostingCounts::advance(uint64_t at) {
+    if (at == at_) return true;
+    if (at < at_) return false;
+    // Carried only across this handle's commits, each dropping what it
+    // changed; the walk ends at the first commit that is not one of them
+    // (at most kMaxCommits + 1 steps).
+    bool carried = at_ != 0;
+    for (uint64_t id = at_ + 1; carried && id <= at; ++id) {
+        auto c = committed_.find(id);
+        if (c == committed_.end() || c->second.all) {
+            carried = false;
+            break;
+        }
+        for (const std::string& k : c->second.keys) counts_.erase(k);
+    }
+    if (!carried) counts_.clear();
+    at_ = at;
+    committed_.erase(committed_.begin(), committed_.upper_bound(at));
+    return true;
+}
+
+std::optional<size_t> PostingCounts::find(uint64_t at, const std::string& key) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!advance(at)) return std::nullopt;
+    auto it = counts_.find(key);
+    if (it == counts_.end()) return std::nullopt;
+    return it->second;
+}
+
+void PostingCounts::remember(uint64_t at, const std::string& key, size_t count) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!advance(at)) return;
+    if (counts_.size() >= kMaxCounts) counts_.clear();
+    counts_[key] = count;
+}
+
+void PostingCounts::changing(uint64_t txn, const std::string& key) {
+    std::lock_guard<std::mutex> g(mu_);
+    // A new transaction id starts a new list; the same id again (a write
+    // retried after the map grew) adds to it, which can only drop more.
+    if (writing_ != txn) {
+        writing_ = txn;
+        pending_ = Change();
+    }
+    if (pending_.all) return;
+    if (pending_.keys.size() >= kMaxKeys) {
+        pending_.keys.clear();
+        pending_.all = true;
+        return;
+    }
+    pending_.keys.push_back(key);
+}
+
+void PostingCounts::changing_all(uint64_t txn) {
+    std::lock_guard<std::mutex> g(mu_);
+    writing_ = txn;
+    pending_ = Change();
+    pending_.all = true;
+}
+
+void PostingCounts::committed(uint64_t txn) {
+    std::lock_guard<std::mutex> g(mu_);
+    Change c;
+    if (writing_ == txn) c = std::move(pending_);  // else it changed no postings
+    writing_ = 0;
+    pending_ = Change();
+    // A reader already past it found it missing and emptied the counts.
+    if (txn <= at_) return;
+    if (committed_.size() >= kMaxCommits) {
+        committed_.clear();
+        counts_.clear();
+        at_ = 0;
+    }
+    committed_[txn] = std::move(c);
+}
+
+}  // namespace agentsensus

@@ -1,0 +1,60 @@
+// Each posting key's count of postings (a word's records in one scope), as
+// the lexical reads ask for them: weighing a statement, searching for it
+// and checking a hit's coverage each count words, one LMDB descent apiece,
+// and consecutive deposits ask about mostly the same words.
+//
+// Invariant: a count is served for snapshot S (a read transaction's LMDB
+// txn id) only if it was read at S, or read at an earlier snapshot that
+// only this handle's own commits separate from S and none of them changed
+// that key. Each commit's changed keys are noted while its write
+// transaction runs (changing) and handed over when it commits (committed);
+// any other commit in between (another process's, or one this handle did
+// not see) empties the counts. A write transaction's view is uncommitted, so
+// only read transactions may consult them. Thread-safe.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace agentsensus {
+
+class PostingCounts {
+public:
+    // key's count at snapshot `at`, when known.
+    std::optional<size_t> find(uint64_t at, const std::string& key);
+    // Remembers key's count, read at snapshot `at`.
+    void remember(uint64_t at, const std::string& key, size_t count);
+
+    // Write transaction `txn` changes key's postings (all: every key's).
+    void changing(uint64_t txn, const std::string& key);
+    void changing_all(uint64_t txn);
+    // This handle committed write transaction txn.
+    void committed(uint64_t txn);
+
+private:
+    struct Change {
+        std::vector<std::string> keys;
+        bool all = false;
+    };
+    // Bounds: counts kept, a transaction's keys listed (beyond: all), and
+    // commits awaiting a reader.
+    static constexpr size_t kMaxCounts = size_t{1} << 18, kMaxKeys = size_t{1} << 16, kMaxCommits = 64;
+
+    // With mu_ held: carries the counts to snapshot `at`; false when they
+    // cannot serve it (an older snapshot than theirs).
+    bool advance(uint64_t at);
+
+    std::mutex mu_;
+    uint64_t at_ = 0;  // the snapshot counts_ hold for; 0: none yet
+    std::unordered_map<std::string, size_t> counts_;
+    uint64_t writing_ = 0;  // the write transaction pending_ belongs to
+    Change pending_;
+    std::map<uint64_t, Change> committed_;  // this handle's commits after at_
+};
+
+}  // namespace agentsensus
