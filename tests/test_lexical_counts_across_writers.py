@@ -9,7 +9,6 @@ from __future__ import annotations
 import multiprocessing as mp
 from typing import Any
 
-import numpy as np
 from agentsensus import Store, judges
 from helpers import DIM, unit
 

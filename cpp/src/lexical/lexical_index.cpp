@@ -197,8 +197,9 @@ LexicalDoc lexical_doc(std::string_view text) {
 }
 
 uint32_t LexicalDoc::count(std::string_view word) const {
-    auto it = std::lower_bound(tf.begin(), tf.end(), word,
-                               [](const std::pair<std::string, uint32_t>& e, std::string_view w) { return e.first < w; });
+    auto it =
+        std::lower_bound(tf.begin(), tf.end(), word,
+                         [](const std::pair<std::string, uint32_t>& e, std::string_view w) { return e.first < w; });
     return it != tf.end() && it->first == word ? it->second : 0;
 }
 
@@ -713,7 +714,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
             }
         }
         for (const auto& [id, d] : cp.over) {
-            if (uint32_t tf = d.doc->count(t.word)) acc.find(id)->score += term_weight(t.idf, tf, d.doc->length, cp.avgdl);
+            if (uint32_t tf = d.doc->count(t.word))
+                acc.find(id)->score += term_weight(t.idf, tf, d.doc->length, cp.avgdl);
         }
     }
     for (size_t i = 0; i < also.size(); ++i)

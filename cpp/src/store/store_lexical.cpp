@@ -49,7 +49,8 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
     std::function<bool(uint64_t)> keep = [&](uint64_t id) { return sv.contains(id); };
     std::vector<uint64_t> named;
     // The scope's own statistics: no score moves with another scope's records.
-    const LexicalCorpus corpus = lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay, true);  // once for every query
+    const LexicalCorpus corpus =
+        lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay, true);  // once for every query
     out.least.assign(queries.size(), 0.0);
     std::unordered_map<std::string, double> held_by;  // words' record counts in the corpus, for mutual coverage
     for (size_t i = 0; i < queries.size(); ++i) {
