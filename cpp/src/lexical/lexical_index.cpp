@@ -551,7 +551,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     also_scores.assign(also.size(), 0.f);
     if (!cp.built || cp.docs <= 0) return {};
     struct Term {
-        std::string word, key;  // key: [Be32 scope][word]
+        std::string word, key;  // key: posting_key(scope, word)
         size_t stored = 0;      // postings in the table
         double idf = 0, bound = 0;
         // At the word's first posting when placed: counting its postings
