@@ -34,15 +34,22 @@ thread_local uint64_t released_ns = 0;
 // store and owner keeps the GIL: with several reader threads, handing the
 // GIL over and taking it back costs more than so short a recall frees (2
 // threads gave 0.7x the recalls/s of one on 10-record owners when every
-// recall released it). Holding it cannot deadlock: the engine calls no
-// Python, and none of the engine's locks a recall waits for is held by a
-// thread that waits for the GIL. The map is read and written with the GIL
-// held only, and forgotten when it grows large (a first recall releases).
+// recall released it). Invariant: no recall keeps the GIL while a thread
+// that holds one of the engine's locks waits for the GIL, or the two would
+// wait for each other (a recall that catches the index up takes its lock
+// exclusively). The engine calls no Python, so the only such thread is a
+// recall_many caller converting meanwhile: while any runs
+// (converting_batches), every recall releases the GIL. The map is read
+// and written with the GIL held only, and forgotten when it grows large
+// (a first recall releases).
 // recall_keep_gil_ns sets it (0: every recall releases), so a bench can
 // set the two policies side by side.
 std::chrono::nanoseconds keep_gil_below{30000};
 constexpr size_t kKeepGilOwners = 1 << 16;
 std::unordered_map<std::string, bool> short_recall;
+// recall_many batches whose caller takes the GIL back while it holds the
+// index lock shared; read and written with the GIL held.
+size_t converting_batches = 0;
 
 // recall_many_memories converts answers while the engine makes the rest
 // (the default), or after them all (recall_many_overlap(False), so a bench
@@ -254,7 +261,7 @@ void bind_memories(py::module_& m) {
             };
             const std::string key = short_recall_key(e, owner);
             auto known = short_recall.find(key);
-            const bool keep_gil = known != short_recall.end() && known->second;
+            const bool keep_gil = converting_batches == 0 && known != short_recall.end() && known->second;
             auto t0 = std::chrono::steady_clock::now();
             if (keep_gil) {
                 rows = run();
@@ -331,6 +338,13 @@ void bind_memories(py::module_& m) {
                 batch.clear();
             };
             const std::thread::id caller = std::this_thread::get_id();
+            // Counted while the GIL is held, so no recall that kept it is in
+            // the engine now, and none keeps it until the batch ends (the
+            // keep_gil invariant above). Uncounted with the GIL held again.
+            struct Converting {
+                Converting() { ++converting_batches; }
+                ~Converting() { --converting_batches; }
+            } converting;
             {
                 py::gil_scoped_release nogil;
                 st.recall_many(owners, q, k, expand, f, threshold, scope, [&](size_t i, std::vector<Row>&& rows) {

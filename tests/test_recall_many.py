@@ -6,6 +6,8 @@ anything runs; answers under concurrent writers are whole."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 
@@ -240,3 +242,59 @@ def test_a_conversion_that_fails_mid_batch_raises_and_leaves_the_store_usable(tm
         finally:
             _core.recall_many_overlap(before)
         assert [_key(g) for g in s.recall_many(pairs[:5], k=3)] == [_key(s.recall("a", q, k=3)) for _, q in pairs[:5]]
+
+
+_GIL_RACE = """
+import sys, threading, time, numpy as np
+from agentsensus import Store, judges
+dim = 16
+rng = np.random.default_rng(1)
+def v(n):
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+s = Store(sys.argv[1], dim=dim, judge=judges.never, sync=False)
+for i in range(300):
+    s.deposit(f"a{i % 20}", [f"fact {i}"], v(1))
+s.deposit("b", ["scoped one"], v(1), scope="s")
+pairs = [(f"a{i % 20}", q) for i, q in enumerate(v(256))]
+q = v(1)[0]
+stop = threading.Event()
+done = {"batches": 0, "recalls": 0, "deposits": 0}
+def batches():
+    while not stop.is_set():
+        s.recall_many(pairs, k=5)
+        done["batches"] += 1
+def recalls():  # short: they keep the GIL, unless a batch converts meanwhile
+    while not stop.is_set():
+        s.recall("b", q, k=1, scope="s")
+        done["recalls"] += 1
+def deposits():  # each commit makes the next scoped recall catch the index up
+    i = 0
+    while not stop.is_set():
+        s.deposit("w", [f"w {i}"], v(1))
+        i += 1
+        done["deposits"] += 1
+threads = [threading.Thread(target=f) for f in (batches, recalls, deposits)]
+for t in threads:
+    t.start()
+time.sleep(float(sys.argv[2]))
+stop.set()
+for t in threads:
+    t.join()
+s.close()
+print("ok", done["batches"] > 0 and done["recalls"] > 0 and done["deposits"] > 0)
+"""
+
+
+@pytest.mark.slow
+def test_a_batch_converting_meanwhile_and_short_recalls_keeping_the_gil_never_wait_for_each_other(tmp_path):
+    # The batch's caller holds the index lock shared while it takes the GIL
+    # back to convert; a short recall that kept the GIL and had to catch the
+    # index up (a writer committed) would wait for that lock exclusively
+    # while holding the GIL. A real process, so that a deadlock is a timeout
+    # here, not a hung test run (it hung within seconds before the fix).
+    r = subprocess.run(
+        [sys.executable, "-c", _GIL_RACE, str(tmp_path / "s"), "4"], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "ok True"
