@@ -56,9 +56,9 @@ size_t converting_batches = 0;
 // can set the two side by side). While the batch runs, the caller's thread
 // is one of the engine's workers and converts what is finished every
 // kWakeEvery answers; so the threads never outnumber the workers. On a
-// 2-core machine, 1% owners of 20k records: 1.52x-1.89x one-by-one recall
-// converting meanwhile, against 1.45x-1.75x after
-// (bench/notes/2026-12-03-recall-many.md).
+// 2-core machine, 1% owners of 20k records: 1.63x-1.83x one-by-one recall
+// converting meanwhile, against 1.54x-1.65x after, in the same runs of the
+// installed package (bench/notes/2026-12-03-recall-many.md).
 bool overlap_conversion = true;
 constexpr size_t kWakeEvery = 8;
 

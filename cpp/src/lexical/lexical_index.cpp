@@ -437,9 +437,9 @@ size_t LexicalIndex::stored_postings(Cursor& c, const LexicalCorpus& cp, const s
     return stored;
 }
 
-double LexicalIndex::records_holding(Cursor& c, const LexicalCorpus& cp, const std::string& word, bool built_) const {
+double LexicalIndex::records_holding(Cursor& c, const LexicalCorpus& cp, const std::string& word) const {
     // as search counts a word's records
-    const size_t stored = built_ ? stored_postings(c, cp, word) : 0;
+    const size_t stored = cp.built ? stored_postings(c, cp, word) : 0;
     return cp.records_holding(word, stored);
 }
 
@@ -452,7 +452,7 @@ std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts
                                                                                  const LexicalDoc& q) const {
     std::vector<std::tuple<std::string, uint32_t, double>> out;
     Cursor at(txn, postings_);
-    for (const auto& [word, tf] : q.tf) out.emplace_back(word, tf, records_holding(at, cp, word, cp.built));
+    for (const auto& [word, tf] : q.tf) out.emplace_back(word, tf, records_holding(at, cp, word));
     return out;
 }
 
@@ -490,7 +490,7 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
     Cursor at(txn, postings_);
     for (const auto& [word, tf] : unknown) {
         if (own > most) return 0;
-        const double df = records_holding(at, cp, *word, cp.built);
+        const double df = records_holding(at, cp, *word);
         held_by.emplace(*word, df);
         const double idf = weight(df);
         if (idf > 0) own += term_weight(idf, tf, record.length, cp.avgdl);  // a word the statement lacks

@@ -203,9 +203,9 @@ private:
     // was computed.
     size_t stored_postings(Cursor& c, const LexicalCorpus& corpus, const std::string& word, std::string* key = nullptr,
                            bool* placed = nullptr) const;
-    // The corpus's records holding word, the overlay counted (built: the
-    // index is complete); at: a cursor on the postings to reuse.
-    double records_holding(Cursor& at, const LexicalCorpus& corpus, const std::string& word, bool built) const;
+    // The corpus's records holding word, the overlay counted (none stored
+    // unless corpus.built); at: a cursor on the postings to reuse.
+    double records_holding(Cursor& at, const LexicalCorpus& corpus, const std::string& word) const;
     void put_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
     void drop_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
     uint64_t words_total(MDB_txn* txn) const;
