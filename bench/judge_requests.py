@@ -29,10 +29,13 @@ on a shared machine), and for ``deposit_many`` its requests and candidates
 over the same mode's item by item. Vectors come from the hash embedder (no
 model) unless ``--embedder minilm``: its similarity counts shared words and
 bigrams, so the vector path behaves more lexically than a real model's would.
+``--lexical-min-similarity S`` asks every lexical hit for a cosine of at
+least S as well (``Store(lexical_min_similarity=...)``; off by default).
 
     python bench/judge_requests.py                 # 250 facts, batches of 500
     python bench/judge_requests.py --facts 60 --batch 50 --repeats 1
     python bench/judge_requests.py --embedder minilm   # with the minilm extra
+    python bench/judge_requests.py --embedder minilm --lexical-min-similarity 0.55
 """
 
 from __future__ import annotations
@@ -280,6 +283,12 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3, help="item-by-item runs timed per mode (median)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--lexical-floor", type=float, default=None, help="Store(lexical_floor=...); default: the store's")
+    p.add_argument(
+        "--lexical-min-similarity",
+        type=float,
+        default=None,
+        help="Store(lexical_min_similarity=...); default: the store's (off)",
+    )
     p.add_argument("--show", type=int, default=0, help="print this many tellings of the stream first")
     p.add_argument(
         "--embedder", default="hash", help="hash (default, no model) or minilm (the minilm extra: a real model)"
@@ -287,7 +296,9 @@ def main() -> None:
     a = p.parse_args()
     if a.facts < 1 or a.batch < 1 or a.repeats < 1:
         p.error("--facts, --batch and --repeats must be at least 1")
-    opts = {} if a.lexical_floor is None else {"lexical_floor": a.lexical_floor}
+    opts: dict[str, Any] = {} if a.lexical_floor is None else {"lexical_floor": a.lexical_floor}
+    if a.lexical_min_similarity is not None:
+        opts["lexical_min_similarity"] = a.lexical_min_similarity
     stream = make_stream(a.facts, a.seed)
     for agent, text, f in stream[: a.show]:
         print(f"  fact {f:4d}  {agent:8s} {text}")

@@ -188,8 +188,10 @@ def deposit_all(
     lexical: int,
     min_sim: float,
     floor: Optional[float] = None,
+    gate: Optional[float] = None,
 ) -> Run:
-    """Deposits the world one statement at a time with the oracle judge."""
+    """Deposits the world one statement at a time with the oracle judge;
+    gate: ``lexical_min_similarity`` (None: the store's, off)."""
     record_event: dict[int, int] = {}
     missed = 0
 
@@ -208,6 +210,7 @@ def deposit_all(
         path, dim=vecs.shape[1], judge=oracle, candidates=candidates, lexical_candidates=lexical,
         min_similarity=min_sim, sync=False, exact_cutoff=1 << 17,
         **({} if floor is None else {"lexical_floor": floor}),
+        **({} if gate is None else {"lexical_min_similarity": gate}),
     ) as s:  # fmt: skip
         t0, c0 = time.perf_counter(), time.process_time()
         for st, v in zip(world, vecs):
@@ -283,6 +286,12 @@ def main() -> None:
     p.add_argument("--pairs", type=int, default=300, help="witness pairs for the recall comparison")
     p.add_argument("--quick", action="store_true", help="60 speeches, one repeat, 50 pairs")
     p.add_argument("--lexical-floor", type=float, default=None, help="Store(lexical_floor=...); default: the store's")
+    p.add_argument(
+        "--lexical-min-similarity",
+        type=float,
+        default=None,
+        help="Store(lexical_min_similarity=...), at most --min-similarity in effect; default: the store's (off)",
+    )
     p.add_argument("--cache", default="", help="keep the vectors in CACHE.<digest>.npy for the next run")
     a = p.parse_args()
     if a.quick:
@@ -315,7 +324,9 @@ def main() -> None:
             for m in names[rep % len(names) :] + names[: rep % len(names)]:
                 k, lex = modes[m]
                 path = os.path.join(d, f"{m}{rep}")
-                runs[m].append(deposit_all(path, world, vecs, k, lex, a.min_similarity, a.lexical_floor))
+                runs[m].append(
+                    deposit_all(path, world, vecs, k, lex, a.min_similarity, a.lexical_floor, a.lexical_min_similarity)
+                )
         print(f"\n{'mode':8} {'records':>8} {'vs facts':>10} {'missed':>7} {'deposits/s':>11} {'per cpu-s':>10}")
         rate, per_cpu = {}, {}
         for m, rs in runs.items():

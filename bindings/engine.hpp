@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,7 +93,8 @@ public:
 
     // scope: the statements' scope ("" the default); only its records are candidates.
     py::tuple prepare(const F32& vectors, const py::bytes& digests, size_t k, float min_similarity,
-                      const std::string& scope = std::string()) {
+                      const std::string& scope = std::string(), size_t near_k = 0,
+                      float near_floor = std::numeric_limits<float>::infinity()) {
         auto u = use();
         Store& st = *u;
         std::string d = digests;
@@ -102,7 +104,8 @@ public:
         PrepareResult r;
         {
             py::gil_scoped_release nogil;
-            r = st.prepare(v, n, reinterpret_cast<const unsigned char*>(d.data()), k, min_similarity, scope);
+            r = st.prepare(v, n, reinterpret_cast<const unsigned char*>(d.data()), k, min_similarity, scope, near_k,
+                           near_floor);
         }
         py::array_t<uint64_t> ids(r.candidates.size());
         py::array_t<float> scores(r.candidates.size());
@@ -115,7 +118,20 @@ public:
         py::dict records;
         for (const Row& row : r.records)
             records[py::int_(row.id)] = py::make_tuple(stored_str(row.text), owners_tuple(row.owners), row.round);
-        return py::make_tuple(r.seq, r.exact, r.offsets, ids, scores, records);
+        py::object near = py::none();
+        if (near_k > 0) {
+            py::array_t<int64_t> near_ids(r.near.size());
+            py::array_t<float> near_scores(r.near.size());
+            auto ni = near_ids.mutable_unchecked<1>();
+            auto ns = near_scores.mutable_unchecked<1>();
+            for (size_t i = 0; i < r.near.size(); ++i) {
+                ni(i) = static_cast<int64_t>(r.near[i].id);
+                ns(i) = r.near[i].score;
+            }
+            std::vector<bool> complete(r.near_complete.begin(), r.near_complete.end());
+            near = py::make_tuple(r.near_offsets, near_ids, near_scores, complete);
+        }
+        return py::make_tuple(r.seq, r.exact, r.offsets, ids, scores, records, near);
     }
 
     // plans: CommitPlan objects (bind_commit_plan), each with its deposit's scope.

@@ -3,6 +3,8 @@
 // GIL release only.
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,7 +67,8 @@ void bind_lexical(py::module_& m) {
         [](Engine& e, const F32& vectors, const std::vector<std::string>& texts, size_t k,
            const std::vector<std::tuple<int64_t, std::string, bool>>& overlay,
            const std::vector<std::vector<int64_t>>& also, const std::string& scope,
-           const std::vector<std::vector<int64_t>>& exclude, double floor, double mutual) {
+           const std::vector<std::vector<int64_t>>& exclude, double floor, double mutual, double min_similarity,
+           const std::vector<std::optional<std::vector<int64_t>>>& only) {
             auto u = e.use();
             Store& st = *u;
             const size_t n = texts.size();
@@ -73,11 +76,20 @@ void bind_lexical(py::module_& m) {
             if (also.size() != n) throw InvalidArgument("lexical: also must have one list per text");
             if (!exclude.empty() && exclude.size() != n)
                 throw InvalidArgument("lexical: exclude must have one list per text, or none");
+            if (!only.empty() && only.size() != n)
+                throw InvalidArgument("lexical: only must have one entry per text, or none");
             std::vector<LexicalQuery> qs(n);
-            for (size_t i = 0; i < n; ++i)
-                qs[i] = LexicalQuery{texts[i], v + i * st.dim(),
-                                     also[i],  exclude.empty() ? std::vector<int64_t>{} : exclude[i],
-                                     floor,    mutual};
+            for (size_t i = 0; i < n; ++i) {
+                LexicalQuery& q = qs[i];
+                q.text = texts[i];
+                q.vector = v + i * st.dim();
+                q.also = also[i];
+                if (!exclude.empty()) q.exclude = exclude[i];
+                q.floor = floor;
+                q.mutual = mutual;
+                q.min_similarity = min_similarity;
+                if (!only.empty()) q.only = only[i];
+            }
             std::vector<LexicalOverlay> ov;
             for (const auto& [id, text, hit] : overlay) ov.push_back(LexicalOverlay{id, text, hit});
             LexicalAnswer r;
@@ -102,10 +114,14 @@ void bind_lexical(py::module_& m) {
         },
         py::arg("vectors"), py::arg("texts"), py::arg("k"), py::arg("overlay"), py::arg("also"), py::arg("scope") = "",
         py::arg("exclude") = std::vector<std::vector<int64_t>>{}, py::arg("floor") = 0.0, py::arg("mutual") = 0.0,
+        py::arg("min_similarity") = -std::numeric_limits<double>::infinity(),
+        py::arg("only") = std::vector<std::optional<std::vector<int64_t>>>{},
         "(offsets, ids, lexical scores, similarities, also scores, records, least scores): each text's lexical "
         "top k, less the ids of its exclude list; floor > 0 weighs each text as lexical_floor does, and hits "
         "below its least score may be left out; mutual > 0 (with a floor) leaves out the hits reaching it "
-        "whose mutual coverage with the text is below mutual.");
+        "whose mutual coverage with the text is below mutual; a committed hit less similar than min_similarity to "
+        "its text's vector is left out; only (one entry per text, or none): a list, the ids the text's hits may be, "
+        "scored without a search, or None for a search of the scope.");
     engine.def(
         "recall_fused",
         [](Engine& e, const std::string& owner, const F32& query, const std::string& text, size_t k, bool expand) {

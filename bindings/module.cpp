@@ -72,7 +72,8 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("metric", [](Engine& e) { return e.use()->metric(); })
         .def_property_readonly("closed", [](Engine& e) { return e.closed(); })
         .def("prepare", &Engine::prepare, py::arg("vectors"), py::arg("digests"), py::arg("k"),
-             py::arg("min_similarity"), py::arg("scope") = std::string())
+             py::arg("min_similarity"), py::arg("scope") = std::string(), py::arg("near_k") = 0,
+             py::arg("near_floor") = std::numeric_limits<float>::infinity())
         .def("commit", &Engine::commit, py::arg("plans"), py::arg("prepared_seq"), py::arg("min_similarity"),
              py::arg("batch") = py::none(), py::arg("items") = py::none())
         .def("recall", &Engine::recall)

@@ -46,7 +46,7 @@ def test_graph_candidates_are_the_exact_nearest(tmp_path_factory, n, seed, sprea
     qs = clustered(4, seed + 1, spread)
     with Store(path, exact_cutoff=0, judge=judges.never) as s:
         digests = b"".join(text_digest(f"query {j}") for j in range(len(qs)))
-        _, _, offsets, got_ids, got_scores, _ = s._handles().engine.prepare(qs, digests, k, -2.0)
+        _, _, offsets, got_ids, got_scores, *_ = s._handles().engine.prepare(qs, digests, k, -2.0)
     for j, q in enumerate(qs):
         exact = vs @ q
         order = sorted(range(n), key=lambda i: (-float(exact[i]), ids[i]))[:k]
@@ -150,7 +150,7 @@ def test_graph_recall_reads_only_what_the_bounds_keep_and_answers_the_same(tmp_p
                 if owner != "a":
                     continue
                 digests = b"".join(text_digest(f"query {j}") for j in range(len(qs)))
-                _, _, offsets, got_ids, got_scores, _ = engine.prepare(qs, digests, k, -2.0)
+                _, _, offsets, got_ids, got_scores, *_ = engine.prepare(qs, digests, k, -2.0)
                 for j, (q, hits) in enumerate(zip(qs, first)):
                     exact = vs @ q
                     best = sorted(range(len(vs)), key=lambda i: (-float(exact[i]), ids[i]))[:k]

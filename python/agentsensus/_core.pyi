@@ -146,7 +146,15 @@ class Engine:
     @property
     def closed(self) -> bool: ...
     def prepare(
-        self, vectors: _F32, digests: bytes, k: int, min_similarity: float, /, scope: str = ""
+        self,
+        vectors: _F32,
+        digests: bytes,
+        k: int,
+        min_similarity: float,
+        /,
+        scope: str = "",
+        near_k: int = 0,
+        near_floor: float = ...,
     ) -> tuple[
         int,
         list[int],
@@ -154,10 +162,15 @@ class Engine:
         npt.NDArray[np.uint64],
         npt.NDArray[np.float32],
         dict[int, tuple[str, tuple[str, ...], int]],
+        Optional[tuple[list[int], npt.NDArray[np.int64], npt.NDArray[np.float32], list[bool]]],
     ]:
         """On a read snapshot: (journal seq, exact-duplicate record per
         statement or 0, candidate offsets, candidate ids, scores, the named
-        records). Only records of ``scope`` ("" the default) are candidates."""
+        records, near). Only records of ``scope`` ("" the default) are
+        candidates. near is None unless ``near_k`` > 0: then (offsets, ids,
+        scores, complete), per statement the records at or above
+        ``near_floor`` that are not candidates (the search goes ``near_k``
+        deeper), and whether they are all the scope has."""
     def commit(
         self,
         plans: list[CommitPlan],
@@ -228,6 +241,8 @@ class Engine:
         exclude: list[list[int]] = ...,
         floor: float = 0.0,
         mutual: float = 0.0,
+        min_similarity: float = ...,
+        only: Sequence[Optional[list[int]]] = ...,
     ) -> tuple[
         list[int],
         npt.NDArray[np.int64],
@@ -239,7 +254,9 @@ class Engine:
     ]:
         """(offsets, ids, lexical scores, similarities, also scores, records, least scores): each text's
         lexical top k less its exclude list; floor > 0 weighs each text as lexical_floor does, and mutual > 0
-        (with a floor) leaves out the hits reaching its least score whose mutual coverage is below mutual."""
+        (with a floor) leaves out the hits reaching its least score whose mutual coverage is below mutual;
+        a committed hit less similar than min_similarity to its text's vector is left out; only (one entry
+        per text, or none): a list, the ids the text's hits may be, scored without a search, or None."""
     def recall_fused(self, owner: str, query: _F32, text: str, k: int, expand: bool) -> list[tuple[_RecallRow, float]]:
         """[(row, lexical score)]: recall with the vector and lexical rankings fused."""
     def get(self, id: int, /) -> _Row: ...

@@ -127,6 +127,11 @@ class Store:
     name or a place and says a fact of its own besides, and a statement that
     meets none becomes a new record without a judge request.
     ``lexical_floor=0`` keeps every hit, every word weighing as BM25 weighs it.
+    ``lexical_min_similarity`` (default None: off) leaves out a lexical hit
+    whose similarity to the statement is below it (at most ``min_similarity``
+    in effect); the store does not pick one, as the right value depends on
+    the embedder and on how far a witness's frame moves a restatement
+    (docs/reference/store.md, "Hybrid candidates").
     These are settings of the open, like ``candidates``, not kept in the store;
     the index itself is always kept. A writable open of a store made before
     the index builds it first (progress on stderr for a large store).
@@ -143,6 +148,7 @@ class Store:
         candidates: int = 8,
         lexical_candidates: int = 8,
         lexical_floor: float = 0.35,
+        lexical_min_similarity: Optional[float] = None,
         min_similarity: float = 0.75,
         create: bool = True,
         readonly: bool = False,
@@ -186,6 +192,12 @@ class Store:
             raise ValueError(f"lexical_floor must be a number from 0 to 1, got {lexical_floor!r}")
         if isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float)):
             raise TypeError(f"min_similarity must be a number, got {type(min_similarity).__name__}")
+        if lexical_min_similarity is not None and (
+            isinstance(lexical_min_similarity, bool) or not isinstance(lexical_min_similarity, (int, float))
+        ):
+            raise TypeError(
+                f"lexical_min_similarity must be a number or None, got {type(lexical_min_similarity).__name__}"
+            )
         if isinstance(exact_cutoff, bool) or not isinstance(exact_cutoff, int) or exact_cutoff < 0:
             raise ValueError(f"exact_cutoff must be an int >= 0, got {exact_cutoff!r}")
         if (
@@ -251,6 +263,10 @@ class Store:
         )  # Planfence tables: opened before any other thread can use the store
         self.lexical_candidates = lexical_candidates
         self.lexical_floor = float(lexical_floor)
+        #: A lexical hit's least similarity to the statement (None: any).
+        self.lexical_min_similarity: Optional[float] = (
+            None if lexical_min_similarity is None else float(lexical_min_similarity)
+        )
         if not readonly and not self._engine.lexical_built:
             build_lexical_index(self._engine, self.path)  # a store from before the index, once
 
@@ -359,6 +375,7 @@ class Store:
                 self.judge_sees_owners,
                 lexical_candidates=self.lexical_candidates,
                 lexical_floor=self.lexical_floor,
+                lexical_min_similarity=self.lexical_min_similarity,
             )
             planner.prepare(items)
             if not per_item:  # an attempt after a conflict asks the judge afresh; the guesses learn on

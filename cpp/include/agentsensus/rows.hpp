@@ -1,6 +1,8 @@
 // The rows the engine's API takes and gives.
 #pragma once
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -107,6 +109,14 @@ struct PrepareResult {
     std::vector<uint32_t> offsets;  // per statement: candidates[offsets[i], offsets[i+1])
     std::vector<Hit> candidates;    // similarity >= min_similarity, best first
     std::vector<Row> records;       // every distinct record named above
+    // With near_k > 0 (Store::prepare), per statement: the records at or
+    // above near_floor that are not candidates, best first, in
+    // near[near_offsets[i], near_offsets[i+1]); near_complete[i] when they
+    // are all of the scope's (the search ended below near_floor or ran out
+    // of records before its depth).
+    std::vector<uint32_t> near_offsets;
+    std::vector<Hit> near;
+    std::vector<uint8_t> near_complete;
 };
 
 // One deposit's plan as a caller builds it for Store::commit, owning its
@@ -217,6 +227,13 @@ struct LexicalQuery {
     // > 0 (with a floor): a hit that reaches least is kept only if its mutual
     // coverage with the text (LexicalIndex::coverage) reaches this
     double mutual = 0;
+    // A committed hit less similar than this to the vector is no candidate;
+    // it is dropped before its coverage is counted (the cheaper test first).
+    double min_similarity = -std::numeric_limits<double>::infinity();
+    // Set: the hits are among these records only (a deposit's near ones, all
+    // that can reach min_similarity), each scored directly as the search
+    // scores it, instead of searched for in the whole scope.
+    std::optional<std::vector<int64_t>> only;
 };
 
 // Per text: (word, its count in the text, the records of the scope holding

@@ -733,6 +733,51 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     return hits;
 }
 
+std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& cp, std::string_view query, size_t k,
+                                            const std::vector<int64_t>& hits,
+                                            const std::unordered_map<int64_t, std::shared_ptr<const LexicalDoc>>& docs,
+                                            const std::vector<int64_t>& also, std::vector<float>& also_scores,
+                                            const std::unordered_map<std::string, double>* held) const {
+    also_scores.assign(also.size(), 0.f);
+    if (!cp.built || cp.docs <= 0) return {};
+    // The words as search orders them (rarest first, then by word), so each
+    // record's score is summed in the same order.
+    std::vector<std::pair<std::string, double>> terms;  // word, idf
+    {
+        Cursor at(txn, postings_);
+        for (const auto& word : lexical_doc(query).tf) {
+            double df = -1;
+            if (held)
+                if (auto known = held->find(word.first); known != held->end()) df = known->second;
+            if (df < 0) df = records_holding(at, cp, word.first);
+            if (df <= 0) continue;
+            terms.emplace_back(word.first, std::log(1 + (cp.docs - df + 0.5) / (df + 0.5)));
+        }
+    }
+    std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) {
+        return a.second > b.second || (a.second == b.second && a.first < b.first);
+    });
+    auto score_of = [&](int64_t id) {
+        auto d = docs.find(id);
+        if (d == docs.end()) return 0.0;
+        double s = 0;
+        for (const auto& [word, idf] : terms)
+            if (uint32_t tf = d->second->count(word)) s += term_weight(idf, tf, d->second->length, cp.avgdl);
+        return s;
+    };
+    for (size_t i = 0; i < also.size(); ++i) also_scores[i] = static_cast<float>(score_of(also[i]));
+    std::vector<LexicalHit> out;
+    for (int64_t id : hits)
+        if (const double s = score_of(id); s > 0) out.push_back(LexicalHit{id, static_cast<float>(s)});
+    auto better = [](const LexicalHit& a, const LexicalHit& b) {
+        return a.score > b.score || (a.score == b.score && tie_key(a.id) < tie_key(b.id));
+    };
+    const size_t top = std::min(k, out.size());
+    std::partial_sort(out.begin(), out.begin() + top, out.end(), better);
+    out.resize(top);
+    return out;
+}
+
 void LexicalIndex::verify(MDB_txn* txn, const std::function<void(std::string)>& bad) const {
     if (!built(txn)) {
         // A store from before the index, not yet opened writable: nothing to check.

@@ -149,6 +149,18 @@ public:
                                    const std::function<bool(uint64_t)>* keep = nullptr,
                                    const std::vector<int64_t>* exclude = nullptr, double least = 0) const;
 
+    // The same scores for the given records only, each read from its words
+    // (docs: id -> words, the overlay's for its ids) instead of searched for:
+    // the same words in the same order, so the same doubles. The k best of
+    // hits that score above 0, best first, ties to the lower id; also_scores
+    // as search gives them (every also id must be in docs). held (if given):
+    // words' record counts known already (weigh's), not looked up again.
+    std::vector<LexicalHit> score(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view query, size_t k,
+                                  const std::vector<int64_t>& hits,
+                                  const std::unordered_map<int64_t, std::shared_ptr<const LexicalDoc>>& docs,
+                                  const std::vector<int64_t>& also, std::vector<float>& also_scores,
+                                  const std::unordered_map<std::string, double>* held = nullptr) const;
+
     // Each word of the query as the index keys it: (word, its count in the
     // query, the corpus's records holding it, the overlay counted).
     std::vector<std::tuple<std::string, uint32_t, double>> word_counts(MDB_txn* txn, const LexicalCorpus& corpus,

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <unordered_set>
 
@@ -25,7 +26,7 @@
 namespace agentsensus {
 
 PrepareResult StoreImpl::prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k,
-                                 float min_similarity, std::string_view scope) {
+                                 float min_similarity, std::string_view scope, size_t near_k, float near_floor) {
     check_open();
     std::vector<float> qs(n * dim_);
     for (size_t i = 0; i < n; ++i) prepare_vector(vectors + i * dim_, qs.data() + i * dim_);
@@ -33,6 +34,11 @@ PrepareResult StoreImpl::prepare(const float* vectors, size_t n, const unsigned 
     PrepareResult out;
     out.exact.assign(n, 0);
     out.offsets.assign(n + 1, 0);
+    const size_t depth = k + near_k;
+    if (near_k > 0) {
+        out.near_offsets.assign(n + 1, 0);
+        out.near_complete.assign(n, 1);
+    }
     std::shared_lock<std::shared_mutex> lock(index_mu_);
     ReadTxn t(*env_);
     // The commit re-checks everything after seq, so seq must not claim more
@@ -50,7 +56,7 @@ PrepareResult StoreImpl::prepare(const float* vectors, size_t n, const unsigned 
             if (v.mv_size != 8) throw Corrupt("text index is damaged");
             out.exact[i] = read_be64(v.mv_data);
             named.push_back(out.exact[i]);
-        } else if (k > 0) {
+        } else if (depth > 0) {
             to_search.push_back(i);
         }
     }
@@ -75,27 +81,40 @@ PrepareResult StoreImpl::prepare(const float* vectors, size_t n, const unsigned 
     parallel_for(to_search.size(), [&](size_t j) {
         size_t i = to_search[j];
         if (sv.filtered) {
-            found[i] = search_scope(sv, qs.data() + i * dim_, k, total);
+            found[i] = search_scope(sv, qs.data() + i * dim_, depth, total);
         } else if (all.empty()) {
-            found[i] = index_->search(qs.data() + i * dim_, k);
+            found[i] = index_->search(qs.data() + i * dim_, depth);
         } else {
             // What the index lacks (newer than applied_seq_) the commit re-checks, as for a search.
             std::vector<uint64_t> absent;
-            found[i] = index_->scan(qs.data() + i * dim_, all.data(), all.size(), k, absent);
+            found[i] = index_->scan(qs.data() + i * dim_, all.data(), all.size(), depth, absent);
         }
     });
     for (size_t i = 0; i < n; ++i) {
         // The index may hold records newer than this snapshot (another
         // thread caught it up): keep only those the snapshot has.
+        size_t taken = 0;
         for (const Hit& h : found[i]) {
-            if (h.score < min_similarity) continue;
+            // The k best at or above min_similarity are candidates; below them, near ones.
+            const bool candidate = taken < k && h.score >= min_similarity;
+            if (!candidate) {
+                // Not checked against the snapshot: the lexical step reads each on its own and skips one it lacks.
+                if (near_k > 0 && h.score >= near_floor) out.near.push_back(h);
+                continue;
+            }
             Be64 key(h.id);
             MDB_val rv;
             if (!agentsensus::get(t.get(), db_.records, val(key.b, 8), rv)) continue;
             out.candidates.push_back(h);
             named.push_back(h.id);
+            ++taken;
         }
         out.offsets[i + 1] = static_cast<uint32_t>(out.candidates.size());
+        if (near_k > 0) {
+            out.near_offsets[i + 1] = static_cast<uint32_t>(out.near.size());
+            // Hits come best first: a full depth whose last reaches near_floor may have more behind it.
+            out.near_complete[i] = found[i].size() < depth || found[i].back().score < near_floor;
+        }
     }
     std::sort(named.begin(), named.end());
     named.erase(std::unique(named.begin(), named.end()), named.end());

@@ -79,9 +79,12 @@ public:
 
     // Phase 1: nearest records for each statement, on a read snapshot.
     // Candidates and exact duplicates come only from the records of scope
-    // ("" the default scope; an unknown name has none).
+    // ("" the default scope; an unknown name has none). near_k > 0 searches
+    // that much deeper and reports the records at or above near_floor that
+    // are not candidates (PrepareResult::near: a deposit's lexical gate).
     PrepareResult prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k, float min_similarity,
-                          std::string_view scope = {});
+                          std::string_view scope = {}, size_t near_k = 0,
+                          float near_floor = std::numeric_limits<float>::infinity());
     // Phase 3: apply plans in one write transaction. If the store moved since
     // prepared_seq in a way that could change a decision, nothing is written
     // and the result says conflict (the four conflicts: see commit_deposit).

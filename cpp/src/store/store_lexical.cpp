@@ -67,39 +67,71 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
             text = weighed.query;
             out.least[i] = weighed.least;
         }
-        std::vector<LexicalHit> hits = lexical_->search(t.get(), corpus, text, k, lq.also, out.also[i],
-                                                        sv.filtered ? &keep : nullptr, &lq.exclude, out.least[i]);
+        // A record's words, read once for scoring and coverage: the overlay's text for its ids; null for a
+        // record this snapshot lacks.
+        std::unordered_map<int64_t, std::shared_ptr<const LexicalDoc>> docs;
+        auto words_of = [&](int64_t id) -> std::shared_ptr<const LexicalDoc> {
+            if (auto d = docs.find(id); d != docs.end()) return d->second;
+            std::shared_ptr<const LexicalDoc> held;
+            if (auto o = corpus.over.find(id); o != corpus.over.end()) {
+                held = o->second.doc;
+            } else {
+                Be64 rk(static_cast<uint64_t>(id));
+                MDB_val rv;
+                RecordHeader rh;
+                std::string_view stored;
+                if (!agentsensus::get(t.get(), db_.records, val(rk.b, 8), rv)) return nullptr;
+                if (!decode_record(rv, rh, stored)) throw Corrupt("record " + std::to_string(id) + " is damaged");
+                held = shared_doc(stored);
+            }
+            docs.emplace(id, held);
+            return held;
+        };
+        std::vector<LexicalHit> hits;
+        if (lq.only) {
+            // The hits can only be these: score them, under the same rules the search applies (the scope's
+            // records, the overlay's hits, nothing excluded), rather than read every posting list.
+            auto in_scope = [&](int64_t id) {
+                auto o = corpus.over.find(id);
+                if (o != corpus.over.end()) return o->second.hit && (id < 0 || sv.contains(static_cast<uint64_t>(id)));
+                return id > 0 && sv.contains(static_cast<uint64_t>(id));
+            };
+            std::vector<int64_t> among;
+            // (a near record forgotten since the prepare's snapshot is no hit)
+            for (int64_t id : *lq.only)
+                if (in_scope(id) && std::find(lq.exclude.begin(), lq.exclude.end(), id) == lq.exclude.end() &&
+                    words_of(id))
+                    among.push_back(id);
+            // the also ids' scores: by the overlay's text, or a committed record's of the scope, as search has them
+            for (int64_t id : lq.also)
+                if (corpus.over.count(id) || (id > 0 && sv.contains(static_cast<uint64_t>(id)))) words_of(id);
+            hits = lexical_->score(t.get(), corpus, text, k, among, docs, lq.also, out.also[i],
+                                   lq.floor > 0 && lq.mutual > 0 ? &held_by : nullptr);
+        } else {
+            hits = lexical_->search(t.get(), corpus, text, k, lq.also, out.also[i], sv.filtered ? &keep : nullptr,
+                                    &lq.exclude, out.least[i]);
+        }
         // Mutual coverage: a record that shares a part of the statement but
         // says a fact of its own besides is no candidate.
         const bool mutual = lq.floor > 0 && lq.mutual > 0;
         for (const LexicalHit& h : hits) {
+            float s = std::numeric_limits<float>::quiet_NaN();
+            if (h.id > 0) {
+                if (!vector_of(t.get(), static_cast<uint64_t>(h.id), buf.data()))
+                    continue;  // a damaged index: verify reports it
+                s = similarity(metric_, q.data(), buf.data(), dim_);
+                // The cheaper test first; an overlay's new record (NaN here) is left to the caller's kernel.
+                if (static_cast<double>(s) < lq.min_similarity) continue;
+            }
             // A record that holds most of what the statement says is a candidate whatever else it says (the
             // statement may tell a part of its fact); below that, the two must hold each other.
             if (mutual && h.score >= out.least[i] && h.score < kMostOf * weighed.best) {
-                std::shared_ptr<const LexicalDoc> held;
-                auto o = corpus.over.find(h.id);
-                if (o != corpus.over.end()) {
-                    held = o->second.doc;
-                } else {
-                    Be64 rk(static_cast<uint64_t>(h.id));
-                    MDB_val rv;
-                    RecordHeader rh;
-                    std::string_view stored;
-                    if (!agentsensus::get(t.get(), db_.records, val(rk.b, 8), rv))
-                        throw Corrupt("the lexical index names a missing record");
-                    if (!decode_record(rv, rh, stored)) throw Corrupt("record " + std::to_string(h.id) + " is damaged");
-                    held = shared_doc(stored);
-                }
+                const std::shared_ptr<const LexicalDoc> held = words_of(h.id);
+                if (!held) throw Corrupt("the lexical index names a missing record");
                 const double share = weighed.best > 0 ? h.score / weighed.best : 0;
                 if (lexical_->coverage(t.get(), corpus, said, *held, share, held_by, lq.mutual) < lq.mutual) continue;
             }
-            float s = std::numeric_limits<float>::quiet_NaN();
-            if (h.id > 0) {
-                uint64_t id = static_cast<uint64_t>(h.id);
-                if (!vector_of(t.get(), id, buf.data())) continue;  // a damaged index: verify reports it
-                s = similarity(metric_, q.data(), buf.data(), dim_);
-                named.push_back(id);
-            }
+            if (h.id > 0) named.push_back(static_cast<uint64_t>(h.id));
             out.hits.push_back(h);
             out.similarity.push_back(s);
         }

@@ -14,8 +14,8 @@ uint32_t Store::dim() const { return impl_->dim(); }
 Metric Store::metric() const { return impl_->metric(); }
 bool Store::readonly() const { return impl_->readonly(); }
 PrepareResult Store::prepare(const float* vectors, size_t n, const unsigned char* digests, size_t k,
-                             float min_similarity, std::string_view scope) {
-    return impl_->prepare(vectors, n, digests, k, min_similarity, scope);
+                             float min_similarity, std::string_view scope, size_t near_k, float near_floor) {
+    return impl_->prepare(vectors, n, digests, k, min_similarity, scope, near_k, near_floor);
 }
 CommitResult Store::commit(const std::vector<CommitPlan>& plans, uint64_t prepared_seq, float min_similarity,
                            const BatchKey* batch, const std::vector<ItemWrite>* items) {

@@ -18,6 +18,7 @@ compare the same numbers.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
@@ -34,6 +35,8 @@ from .lexical_candidates import Cand, LexicalCandidates
 __all__ = ["Item", "BatchPlanner"]
 
 F32 = npt.NDArray[np.float32]
+# How much deeper than the candidates a gated deposit's vector search goes (BatchPlanner._near_args).
+_NEAR_DEPTH = 2
 # A judge's answer to one request: merge into that id, a new record, or a
 # new record that supersedes that id.
 Verdict = Union[int, None, Supersedes]
@@ -103,10 +106,15 @@ class BatchPlanner:
         judge_sees_owners: bool = False,
         lexical_candidates: int = 0,
         lexical_floor: float = 0.0,
+        lexical_min_similarity: Optional[float] = None,
     ):
         self.engine = engine
         self.lexical_k = lexical_candidates  # lexical_candidates.py: BM25 candidates added to the vector ones
         self.lexical_floor = lexical_floor  # lexical_candidates.py: a hit's least mutual coverage
+        # lexical_candidates.py: a hit's least cosine, never above what a vector candidate needs
+        self.lexical_min_similarity = (
+            None if lexical_min_similarity is None else min(float(lexical_min_similarity), float(min_similarity))
+        )
         self.judge_sees_owners = judge_sees_owners  # else candidates go to the judge with empty owner sets
         self.metric = metric  # kept for callers; the engine's kernels apply it
         self.k = candidates
@@ -120,6 +128,8 @@ class BatchPlanner:
         self.plans: list[_core.CommitPlan] = []
         self.merged: list[list[bool]] = []
         self.origins: list[tuple[int, int]] = []  # new record j came from (item, statement)
+        # prepare's near records (engine.prepare's last element): None without a lexical gate
+        self._near: Optional[tuple[list[int], Any, Any, list[bool]]] = None
 
     def rewind(self) -> None:
         """Forgets the batch's staged changes, keeping the snapshot of
@@ -189,9 +199,8 @@ class BatchPlanner:
         digests = b"".join(b"".join(it.digests) for it in items)
         scopes = [it.scope for it in items for _ in it.statements]
         if len(set(scopes)) == 1:
-            self.seq, self._exact, self._offsets, self._ids, self._scores, self._committed = self.engine.prepare(
-                vecs, digests, self.k, self.min_similarity, scope=scopes[0]
-            )
+            prepared = self.engine.prepare(vecs, digests, self.k, self.min_similarity, scopes[0], *self._near_args())
+            self.seq, self._exact, self._offsets, self._ids, self._scores, self._committed, self._near = prepared
         else:
             self._prepare_by_scope(vecs, digests, scopes)
         self._staged_vecs = np.empty((len(digests) // 16, vecs.shape[1]), np.float32)
@@ -201,6 +210,18 @@ class BatchPlanner:
             self._base.append(at)
             at += len(it.statements)
 
+    def _near_args(self) -> tuple[int, float]:
+        """prepare's near_k and near_floor: with a lexical gate, the records
+        the gate lets through are found by the vector search, so the lexical
+        step scores only those. Two deeper than the candidates: each record
+        of depth costs every deposit an exact re-score, and a statement with
+        more records that near than the depth holds falls back to a search
+        of the scope, which gives it the same hits or fewer."""
+        gate = self.lexical_min_similarity
+        if gate is None or self.lexical_k <= 0:
+            return 0, math.inf
+        return _NEAR_DEPTH, gate
+
     def _prepare_by_scope(self, vecs: F32, digests: bytes, scopes: list[str]) -> None:
         """prepare for a batch of several scopes: one engine prepare per
         scope (each sees only its scope's records), stitched back into
@@ -208,20 +229,35 @@ class BatchPlanner:
         re-checks everything any of them may have missed."""
         exact: list[int] = [0] * len(scopes)
         found: list[tuple[Any, Any]] = [((), ())] * len(scopes)
+        near: list[tuple[list[int], list[float], bool]] = [([], [], True)] * len(scopes)
         self._committed = {}
         seqs = []
         for scope in dict.fromkeys(scopes):
             idx = [i for i, s in enumerate(scopes) if s == scope]
             sub = b"".join(digests[16 * i : 16 * i + 16] for i in idx)
-            seq, ex, off, ids, scores, committed = self.engine.prepare(
-                vecs[idx], sub, self.k, self.min_similarity, scope=scope
+            seq, ex, off, ids, scores, committed, close = self.engine.prepare(
+                vecs[idx], sub, self.k, self.min_similarity, scope, *self._near_args()
             )
             seqs.append(seq)
             self._committed.update(committed)
             for j, i in enumerate(idx):
                 exact[i] = ex[j]
+                if close is not None:
+                    a, b = close[0][j], close[0][j + 1]
+                    near[i] = (close[1][a:b].tolist(), close[2][a:b].tolist(), close[3][j])
                 found[i] = (ids[off[j] : off[j + 1]], scores[off[j] : off[j + 1]])
         self.seq, self._exact = min(seqs), exact
+        self._near = None
+        if self._near_args()[0] > 0:  # stitched as prepare gives it: (offsets, ids, scores, complete)
+            near_offsets = [0]
+            for got, _, _ in near:
+                near_offsets.append(near_offsets[-1] + len(got))
+            self._near = (
+                near_offsets,
+                np.asarray([r for got, _, _ in near for r in got], np.int64),
+                np.asarray([s for _, got, _ in near for s in got], np.float32),
+                [c for _, _, c in near],
+            )
         self._offsets = [0]
         for ids, _ in found:
             self._offsets.append(self._offsets[-1] + len(ids))
@@ -281,24 +317,39 @@ class BatchPlanner:
         committed hits that prepare's snapshot lacked join the committed
         records."""
         planner = self  # the body reads as the planner's view of the batch
-        k = getattr(planner, "lexical_k", 0)
+        k = planner.lexical_k
         if k <= 0:
             return None
         n = len(item.statements)
+        gate = planner.lexical_min_similarity
+        near = planner._near  # prepare's near records, when there is a gate
+
         # Only statements that will meet candidates: not exact duplicates of a record or of the batch's.
         need = [i for i in range(n) if item.digests[i] not in planner.by_digest and not planner._exact[base + i]]
         hits: list[list[tuple[int, float, float]]] = [[] for _ in range(n)]
         also_of: list[dict[int, float]] = [{} for _ in range(n)]
-        if not need:
-            return LexicalCandidates(hits, also_of)
         offsets = planner._offsets[base : base + n + 1]
         vector: list[list[int]] = []  # the vector search's hits, for their BM25 scores
         shown: list[list[int]] = []  # the vector candidates the judge will see: never lexical hits
+        only: list[Optional[list[int]]] = []  # the ids each statement's hits may be (None: any of the scope)
+        asked: list[int] = []
         for i in need:
             ids: list[int] = planner._ids[offsets[i] : offsets[i + 1]].tolist()  # at most planner.k
             staged: list[int] = []
             if staged_sims is not None:
                 staged = np.flatnonzero(staged_sims[i] >= planner.min_similarity).tolist()
+            # With a gate a hit is a record the gate lets through: when the vector search found them all
+            # (prepare's near ones, complete, and the batch's new records), the engine scores only those;
+            # None: it searches the scope.
+            among: Optional[list[int]] = None
+            if near is not None and gate is not None and near[3][base + i]:
+                among = near[1][near[0][base + i] : near[0][base + i + 1]].tolist()
+                if staged_sims is not None:
+                    among += [-(int(j) + 1) for j in np.flatnonzero(staged_sims[i] >= gate)]
+                if not among and not ids and not staged:
+                    continue  # nothing comes as close as the gate: no candidate of either kind, no search
+            asked.append(i)
+            only.append(among)
             if not staged:
                 vector.append(ids)
                 shown.append(ids)
@@ -310,6 +361,9 @@ class BatchPlanner:
             cands.sort(key=lambda c: (-c[0], c[1] if c[1] > 0 else (1 << 62) - c[1]))
             vector.append(ids + [-(j + 1) for j in staged])
             shown.append([rid for _, rid in cands[: planner.k]])
+        need = asked
+        if not need:
+            return LexicalCandidates(hits, also_of)
         committed = planner._committed
         # (id, text, may be a hit): the batch's new records of other scopes count in the statistics only,
         # as they would once committed
@@ -317,13 +371,17 @@ class BatchPlanner:
         overlay += [(-(j + 1), s.text, s.scope == scope) for j, s in enumerate(planner.new)]
         vecs = item.vectors if len(need) == n else item.vectors[need]
         texts = item.statements if len(need) == n else [item.statements[i] for i in need]
-        engine, floor = planner.engine, getattr(planner, "lexical_floor", 0.0)
+        engine, floor = planner.engine, planner.lexical_floor
+        least_sim = -math.inf if gate is None else gate
 
         def ask() -> tuple[Any, list[float]]:
             # One call, one snapshot: the engine weighs each text as weighed_queries does (floor 0: every word),
             # searches down to a share of floor squared (less cannot reach a mutual coverage of floor) and
-            # leaves out the hits whose mutual coverage is below floor, as mutual_coverage weighs it.
-            *answer, floors = engine.lexical(vecs, texts, k, overlay, vector, scope, shown, floor * floor, floor)
+            # leaves out the hits whose mutual coverage is below floor, as mutual_coverage weighs it, and the
+            # committed hits less similar than the gate (union applies it to the batch's new records).
+            *answer, floors = engine.lexical(
+                vecs, texts, k, overlay, vector, scope, shown, floor * floor, floor, least_sim, only
+            )
             return answer, floors
 
         if len(planner._base) == 1:
@@ -332,7 +390,14 @@ class BatchPlanner:
         else:
             # A later pass replans an item on the same staged state: the same question, asked once per attempt.
             cache = planner.__dict__.setdefault("_lexical_cache", {})
-            key = (base, scope, tuple(overlay), tuple(tuple(v) for v in vector), tuple(tuple(v) for v in shown))
+            key = (
+                base,
+                scope,
+                tuple(overlay),
+                tuple(tuple(v) for v in vector),
+                tuple(tuple(v) for v in shown),
+                tuple(None if o is None else tuple(o) for o in only),
+            )
             if key not in cache:
                 cache[key] = ask()
             answer, floors = cache[key]
@@ -346,7 +411,7 @@ class BatchPlanner:
             hits[i] = list(zip(ids_[a:b], scores[a:b], sims[a:b]))
             also_of[i] = dict(zip(vector[q], also[q]))
             floor_of[i] = floors[q]
-        return LexicalCandidates(hits, also_of, k, floor_of)
+        return LexicalCandidates(hits, also_of, k, floor_of, gate)
 
     def finish(
         self,

@@ -1,0 +1,138 @@
+"""A lexical hit must also be near the statement by vector
+(``Store(lexical_min_similarity=...)``, _deposit/lexical_candidates.py): a
+hit less similar than the gate is no candidate, the gate never asks more
+than ``min_similarity`` does, it is off unless given, and whether the
+lexical step scores the near records alone, searches the scope or does not
+run, the requests are those without the gate less the hits below it."""
+
+from __future__ import annotations
+
+import math
+import os
+from unittest import mock
+
+import numpy as np
+import pytest
+from agentsensus import Store, embedders
+from agentsensus._deposit.plan import BatchPlanner
+from helpers import DIM, RecordingJudge
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+E = np.eye(DIM, dtype=np.float32)
+RECORD = "the abbot rang the bell at the chapel"
+SAID = "I hear the abbot rang the chapel bell"  # shares most of RECORD's words
+
+
+def at_cosine(c: float) -> np.ndarray:
+    """A unit vector at cosine c to E[0]."""
+    return (c * E[0] + np.sqrt(1 - c * c) * E[9]).astype(np.float32)
+
+
+def shown(path: str, cos: float, **kw) -> list[list[str]]:
+    """The candidate texts of each judge request for SAID, its vector at
+    cosine cos to RECORD's."""
+    judge = RecordingJudge()
+    with Store(path, dim=DIM, judge=judge, **kw) as s:
+        s.deposit("a", [RECORD], E[0][None])
+        s.deposit("b", [SAID], at_cosine(cos)[None])
+    return [[c.text for c in r.candidates] for call in judge.calls for r in call]
+
+
+def test_a_hit_less_similar_than_the_gate_is_no_candidate(tmp_path):
+    # cosine 0.5: no vector candidate (min_similarity 0.75), a lexical one unless the gate is above 0.5
+    assert shown(str(tmp_path / "a"), 0.5) == [[RECORD]]
+    assert shown(str(tmp_path / "b"), 0.5, lexical_min_similarity=0.4) == [[RECORD]]
+    assert shown(str(tmp_path / "c"), 0.5, lexical_min_similarity=0.6) == []  # no request: a new record
+    assert shown(str(tmp_path / "d"), 0.65, lexical_min_similarity=0.6) == [[RECORD]]
+
+
+def test_the_gate_asks_no_more_than_min_similarity(tmp_path):
+    # One vector candidate (candidates=1) goes to a nearer record; the lexical hit at cosine 0.5 reaches
+    # min_similarity 0.3, so a gate of 0.9 counts as 0.3 for it.
+    judge = RecordingJudge()
+    with Store(str(tmp_path / "s"), dim=DIM, judge=judge, candidates=1, min_similarity=0.3,
+               lexical_min_similarity=0.9) as s:  # fmt: skip
+        s.deposit("a", [RECORD], E[0][None])
+        s.deposit("a", ["a ferry crossed the river"], at_cosine(0.2)[None])
+        assert s.lexical_min_similarity == 0.9
+        s.deposit("b", [SAID], (0.5 * E[0] + 0.8 * E[9] + 0.33 * E[3]).astype(np.float32)[None])
+    (req,) = judge.calls[-1]
+    assert [c.text for c in req.candidates] == ["a ferry crossed the river", RECORD]
+
+
+def test_the_gate_is_off_unless_given(tmp_path):
+    # A cosine scale is the embedder's own, and a frame can push a true restatement far below any one
+    # floor (docs/performance.md, "Judge requests"): the store never picks one itself.
+    with Store(str(tmp_path / "a"), embed=embedders.hash) as s:
+        assert s.lexical_min_similarity is None
+    with Store(str(tmp_path / "b"), dim=DIM, lexical_min_similarity=0.5) as s:
+        assert s.lexical_min_similarity == 0.5
+    with Store(str(tmp_path / "b")) as s:  # a setting of the open, not kept in the store
+        assert s.lexical_min_similarity is None
+
+
+@pytest.mark.parametrize("bad", ["0.5", True, [0.5]])
+def test_a_gate_that_is_no_number_is_refused_with_nothing_written(tmp_path, bad):
+    path = str(tmp_path / "s")
+    with pytest.raises(TypeError, match="lexical_min_similarity must be a number or None"):
+        Store(path, dim=DIM, lexical_min_similarity=bad)
+    assert not os.path.exists(path)
+
+
+WORDS = "abbot bell chapel river ferry market miller flour forge blade moor rain".split()
+
+
+def _requests(path: str, stream: list[tuple[str, np.ndarray]], batch: bool, **kw) -> dict[str, list]:
+    """Each statement's last judge request: its candidates (text, score)."""
+    judge = RecordingJudge()
+    with Store(path, dim=DIM, judge=judge, lexical_candidates=64, lexical_floor=0.1, **kw) as s:
+        half = len(stream) // 2
+        for text, v in stream[:half]:
+            s.deposit("a", [text], v[None])
+        if batch:  # the rest in one batch: earlier items' new records are candidates of later ones
+            s.deposit_many([("b", [text], v[None]) for text, v in stream[half:]])
+        else:
+            for text, v in stream[half:]:
+                s.deposit("b", [text], v[None])
+    out: dict[str, list] = {}
+    for call in judge.calls:
+        for r in call:
+            out[r.statement] = [(c.text, c.score, c.lexical_score) for c in r.candidates]
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=3, max_size=6).map(" ".join), min_size=4, max_size=14, unique=True
+    ),
+    seed=st.integers(0, 2**16),
+    gate=st.sampled_from([0.0, 0.2, 0.4, 0.6]),
+    batch=st.booleans(),
+    near=st.booleans(),
+)
+def test_the_gate_only_leaves_out_hits_below_it(tmp_path_factory, texts, seed, gate, batch, near):
+    # Whatever the statement's nearest record, and whether the lexical step scored the near records
+    # alone, searched the scope (near False: prepare reports none) or did not run, the requests are
+    # those without the gate less the lexical hits below it (no truncation: 64 lexical candidates).
+    rng = np.random.default_rng(seed)
+    vecs = rng.standard_normal((len(texts), DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    stream = list(zip(texts, vecs))
+    d = tmp_path_factory.mktemp("gate")
+    plain = _requests(str(d / "plain"), stream, batch, min_similarity=0.7)
+    args = BatchPlanner._near_args if near else (lambda self: (0, math.inf))  # near False: prepare reports none
+    with mock.patch.object(BatchPlanner, "_near_args", args):
+        gated = _requests(str(d / "gated"), stream, batch, min_similarity=0.7, lexical_min_similarity=gate)
+    want = {}
+    for text, cands in plain.items():
+        kept = [c for c in cands if c[1] >= 0.7 or c[1] >= gate]
+        if kept:
+            want[text] = kept
+    assert gated.keys() == want.keys()
+    for text in want:
+        assert [c[0] for c in gated[text]] == [c[0] for c in want[text]]
+        np.testing.assert_allclose([c[1] for c in gated[text]], [c[1] for c in want[text]], rtol=1e-6)
+        # the BM25 scores too: scoring the near records alone sums the same words in the same order
+        assert [c[2] for c in gated[text]] == [c[2] for c in want[text]]
