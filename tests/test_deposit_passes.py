@@ -310,17 +310,19 @@ class CountingJudge(HashJudge):
         return super().__call__(requests)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=45, deadline=None)
 @given(
     before=st.lists(worded_item, max_size=4),
     batch=st.lists(worded_item, min_size=1, max_size=14),
     lexical=st.sampled_from([0, 8]),
     policy=st.sampled_from(sorted(POLICIES)),
+    gate=st.sampled_from([None, 0.1, 0.25]),
 )
-def test_passes_cost_at_most_a_tenth_more_than_item_by_item(tmp_path_factory, before, batch, lexical, policy):
+def test_passes_cost_at_most_a_tenth_more_than_item_by_item(tmp_path_factory, before, batch, lexical, policy, gate):
     """A deposit_many sends at most 1.1 times the requests, and candidates
     (the prompts' tokens), of the same items deposited one by one, and ends
-    the same (_deposit/passes.py, "Cost")."""
+    the same (_deposit/passes.py, "Cost"); with a vector gate on lexical
+    hits too (below min_similarity, so that it applies)."""
     root = os.fspath(tmp_path_factory.mktemp("cost"))
     prior, items = make_worded(before), make_worded(batch)
     judges, ends = {}, {}
@@ -329,6 +331,7 @@ def test_passes_cost_at_most_a_tenth_more_than_item_by_item(tmp_path_factory, be
         with Store(
             os.path.join(root, name), dim=DIM, judge=judge, candidates=3, lexical_candidates=lexical,
             min_similarity=0.3, merge_policy=POLICIES[policy], judge_sees_owners=True, sync=False,
+            lexical_min_similarity=gate,
         ) as s:  # fmt: skip
             for o, t, v in prior:
                 s.deposit(o, t, v, round=1, judge=HashJudge(text_view))
