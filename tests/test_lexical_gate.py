@@ -72,6 +72,24 @@ def test_the_gate_is_off_unless_given(tmp_path):
         assert s.lexical_min_similarity is None
 
 
+def test_a_gated_batch_of_two_scopes_meets_only_its_own_scopes_records(tmp_path):
+    # A batch of items of two scopes is prepared one scope at a time: each item's near records, and so
+    # its lexical candidates, are its own scope's.
+    other = "the abbot rang the bell at the chapel at dawn"
+    judge = RecordingJudge()
+    with Store(str(tmp_path / "s"), dim=DIM, judge=judge, lexical_min_similarity=0.4) as s:
+        s.deposit("x", [RECORD], E[0][None], scope="a")
+        s.deposit("y", [other], E[0][None], scope="b")
+        items = [
+            s._item("alice", [SAID], at_cosine(0.5)[None], 0, "a"),
+            s._item("bob", [SAID], at_cosine(0.5)[None], 0, "b"),
+        ]
+        s._run(items, None)
+        assert s.verify() == []
+    shown_to = {r.owner: [c.text for c in r.candidates] for call in judge.calls for r in call}
+    assert shown_to == {"alice": [RECORD], "bob": [other]}
+
+
 @pytest.mark.parametrize("bad", ["0.5", True, [0.5]])
 def test_a_gate_that_is_no_number_is_refused_with_nothing_written(tmp_path, bad):
     path = str(tmp_path / "s")
