@@ -104,7 +104,7 @@ WORDS = "abbot bell chapel river ferry market miller flour forge blade moor rain
 def _requests(path: str, stream: list[tuple[str, np.ndarray]], batch: bool, **kw) -> dict[str, list]:
     """Each statement's last judge request: its candidates (text, score)."""
     judge = RecordingJudge()
-    with Store(path, dim=DIM, judge=judge, lexical_candidates=64, lexical_floor=0.1, **kw) as s:
+    with Store(path, dim=DIM, judge=judge, lexical_candidates=64, **kw) as s:
         half = len(stream) // 2
         for text, v in stream[:half]:
             s.deposit("a", [text], v[None])
@@ -120,7 +120,7 @@ def _requests(path: str, stream: list[tuple[str, np.ndarray]], batch: bool, **kw
     return out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     texts=st.lists(
         st.lists(st.sampled_from(WORDS), min_size=3, max_size=6).map(" ".join), min_size=4, max_size=14, unique=True
@@ -129,8 +129,9 @@ def _requests(path: str, stream: list[tuple[str, np.ndarray]], batch: bool, **kw
     gate=st.sampled_from([0.0, 0.2, 0.4, 0.6]),
     batch=st.booleans(),
     near=st.booleans(),
+    floor=st.sampled_from([0.0, 0.1, 0.35]),
 )
-def test_the_gate_only_leaves_out_hits_below_it(tmp_path_factory, texts, seed, gate, batch, near):
+def test_the_gate_only_leaves_out_hits_below_it(tmp_path_factory, texts, seed, gate, batch, near, floor):
     # Whatever the statement's nearest record, and whether the lexical step scored the near records
     # alone, searched the scope (near False: prepare reports none) or did not run, the requests are
     # those without the gate less the lexical hits below it (no truncation: 64 lexical candidates).
@@ -139,10 +140,12 @@ def test_the_gate_only_leaves_out_hits_below_it(tmp_path_factory, texts, seed, g
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     stream = list(zip(texts, vecs))
     d = tmp_path_factory.mktemp("gate")
-    plain = _requests(str(d / "plain"), stream, batch, min_similarity=0.7)
+    plain = _requests(str(d / "plain"), stream, batch, min_similarity=0.7, lexical_floor=floor)
     args = BatchPlanner._near_args if near else (lambda self: (0, math.inf))  # near False: prepare reports none
     with mock.patch.object(BatchPlanner, "_near_args", args):
-        gated = _requests(str(d / "gated"), stream, batch, min_similarity=0.7, lexical_min_similarity=gate)
+        gated = _requests(
+            str(d / "gated"), stream, batch, min_similarity=0.7, lexical_floor=floor, lexical_min_similarity=gate
+        )
     want = {}
     for text, cands in plain.items():
         kept = [c for c in cands if c[1] >= 0.7 or c[1] >= gate]
