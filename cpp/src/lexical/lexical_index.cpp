@@ -74,6 +74,26 @@ bool word_byte(unsigned char c) {
 // records in the order the batch creates them (as their ids would be).
 uint64_t tie_key(int64_t id) { return id > 0 ? static_cast<uint64_t>(id) : (uint64_t(1) << 63) + uint64_t(-id); }
 
+// BM25's idf of a word that df of a scope's docs records hold.
+double idf_of(double docs, double df) { return std::log(1 + (docs - df + 0.5) / (df + 0.5)); }
+
+// The order a query's words are scored in (search and score alike, so a
+// record's score is summed in one order): rarest first, then by word.
+bool scored_before(double idf_a, const std::string& a, double idf_b, const std::string& b) {
+    return idf_a > idf_b || (idf_a == idf_b && a < b);
+}
+
+// Hits best first, ties to the lower id (tie_key), cut to the k best.
+std::vector<LexicalHit> ranked(std::vector<LexicalHit> hits, size_t k) {
+    auto better = [](const LexicalHit& a, const LexicalHit& b) {
+        return a.score > b.score || (a.score == b.score && tie_key(a.id) < tie_key(b.id));
+    };
+    const size_t top = std::min(k, hits.size());
+    std::partial_sort(hits.begin(), hits.begin() + top, hits.end(), better);
+    hits.resize(top);
+    return hits;
+}
+
 double term_weight(double idf, uint32_t tf, uint32_t length, double avgdl) {
     double t = tf;
     return idf * t * (kK1 + 1) / (t + kK1 * (1 - kB + kB * length / avgdl));
@@ -464,8 +484,7 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
     auto weight = [&](double df) {
         if (df > 1 && df > cp.docs / 2)
             return 0.0;  // more than half of the scope's records (and more than one) hold it
-        const double held = std::max(df, 1.0);
-        return std::log(1 + (cp.docs - held + 0.5) / (held + 0.5));
+        return idf_of(cp.docs, std::max(df, 1.0));
     };
     // The shared words first (their counts are known from weighing the
     // statement); then the record's own words, each only adding to its
@@ -512,7 +531,7 @@ LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp,
     for (const auto& [word, tf, df] : words) {
         if (df > 1 && df > cp.docs / 2) continue;  // more than half of the scope's records hold it: no weight
         const double held = std::max(df, 1.0);     // a word no record holds: as the one that would hold it
-        const double idf = std::log(1 + (cp.docs - held + 0.5) / (held + 0.5));
+        const double idf = idf_of(cp.docs, held);
         const double t = tf;
         best += idf * t * (kK1 + 1) / (t + kK1 * (1 - kB + kB * length / cp.avgdl));
         if (!out.query.empty()) out.query += ' ';
@@ -571,7 +590,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
             const double df = cp.records_holding(t.word, t.stored);
             if (df <= 0) continue;
             if (t.key.empty()) t.key = posting_key(cp.scope, t.word);
-            t.idf = std::log(1 + (cp.docs - df + 0.5) / (df + 0.5));
+            t.idf = idf_of(cp.docs, df);
             // term_weight < idf * (k1 + 1) for every count and length; the
             // margin covers the rounding of the sums compared with it.
             t.bound = t.idf * (kK1 + 1) * (1 + 1e-9);
@@ -579,7 +598,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         }
     }
     std::sort(terms.begin(), terms.end(),
-              [](const Term& a, const Term& b) { return a.idf > b.idf || (a.idf == b.idf && a.word < b.word); });
+              [](const Term& a, const Term& b) { return scored_before(a.idf, a.word, b.idf, b.word); });
     std::vector<double> rest(terms.size() + 1, 0.0);  // rest[j]: the most words j.. can add
     for (size_t j = terms.size(); j-- > 0;) rest[j] = rest[j + 1] + terms[j].bound;
 
@@ -724,13 +743,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     hits.reserve(acc.size());
     for (const Acc& a : acc.entries())
         if (a.hit && a.score > 0) hits.push_back(LexicalHit{a.id, static_cast<float>(a.score)});
-    auto better = [](const LexicalHit& a, const LexicalHit& b) {
-        return a.score > b.score || (a.score == b.score && tie_key(a.id) < tie_key(b.id));
-    };
-    size_t top = std::min(k, hits.size());
-    std::partial_sort(hits.begin(), hits.begin() + top, hits.end(), better);
-    hits.resize(top);
-    return hits;
+    return ranked(std::move(hits), k);
 }
 
 std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& cp, std::string_view query, size_t k,
@@ -751,12 +764,11 @@ std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& c
                 if (auto known = held->find(word.first); known != held->end()) df = known->second;
             if (df < 0) df = records_holding(at, cp, word.first);
             if (df <= 0) continue;
-            terms.emplace_back(word.first, std::log(1 + (cp.docs - df + 0.5) / (df + 0.5)));
+            terms.emplace_back(word.first, idf_of(cp.docs, df));
         }
     }
-    std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) {
-        return a.second > b.second || (a.second == b.second && a.first < b.first);
-    });
+    std::sort(terms.begin(), terms.end(),
+              [](const auto& a, const auto& b) { return scored_before(a.second, a.first, b.second, b.first); });
     auto score_of = [&](int64_t id) {
         auto d = docs.find(id);
         if (d == docs.end()) return 0.0;
@@ -769,13 +781,7 @@ std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& c
     std::vector<LexicalHit> out;
     for (int64_t id : hits)
         if (const double s = score_of(id); s > 0) out.push_back(LexicalHit{id, static_cast<float>(s)});
-    auto better = [](const LexicalHit& a, const LexicalHit& b) {
-        return a.score > b.score || (a.score == b.score && tie_key(a.id) < tie_key(b.id));
-    };
-    const size_t top = std::min(k, out.size());
-    std::partial_sort(out.begin(), out.begin() + top, out.end(), better);
-    out.resize(top);
-    return out;
+    return ranked(std::move(out), k);
 }
 
 void LexicalIndex::verify(MDB_txn* txn, const std::function<void(std::string)>& bad) const {

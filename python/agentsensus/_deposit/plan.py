@@ -379,8 +379,9 @@ class BatchPlanner:
             # searches down to a share of floor squared (less cannot reach a mutual coverage of floor) and
             # leaves out the hits whose mutual coverage is below floor, as mutual_coverage weighs it, and the
             # committed hits less similar than the gate (union applies it to the batch's new records).
+            # Without near records every text searches the scope: no per-text list to convert.
             *answer, floors = engine.lexical(
-                vecs, texts, k, overlay, vector, scope, shown, floor * floor, floor, least_sim, only
+                vecs, texts, k, overlay, vector, scope, shown, floor * floor, floor, least_sim, only if near else []
             )
             return answer, floors
 
