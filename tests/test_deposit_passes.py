@@ -20,7 +20,7 @@ import pytest
 from agentsensus import JudgeRequest, Store
 from agentsensus._deposit import passes as deposit_passes
 from helpers import DIM, near, unit
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 OWNERS = ["ann", "bo", "cy", "dee"]
@@ -317,6 +317,18 @@ class CountingJudge(HashJudge):
     lexical=st.sampled_from([0, 8]),
     policy=st.sampled_from(sorted(POLICIES)),
     gate=st.sampled_from([None, 0.1, 0.25]),
+)
+# A record the batch's new ones push out of the vector candidates shown is a
+# lexical hit still (with a gate, the engine scores only the records named).
+@example(
+    before=[("ann", [(0, ["ghost"], 1), (0, ["ghost"], 0), (3, ["ghost"] * 4, 1)])],
+    batch=[
+        ("ann", [(0, ["ghost"], 0), (0, ["ghost"] * 2, 251), (1, ["ghost"], 1)]),
+        ("ann", [(0, ["ghost"] * 3, 413)]),
+    ],
+    lexical=8,
+    policy="keep_incoming",
+    gate=0.1,
 )
 def test_passes_cost_at_most_a_tenth_more_than_item_by_item(tmp_path_factory, before, batch, lexical, policy, gate):
     """A deposit_many sends at most 1.1 times the requests, and candidates

@@ -344,6 +344,9 @@ class BatchPlanner:
             among: Optional[list[int]] = None
             if near is not None and gate is not None and near[3][base + i]:
                 among = near[1][near[0][base + i] : near[0][base + i + 1]].tolist()
+                # The committed vector hits too: the batch's new records may push some out of the candidates
+                # shown, and those may then be lexical hits (the engine leaves out the ones shown).
+                among += ids
                 if staged_sims is not None:
                     among += [-(int(j) + 1) for j in np.flatnonzero(staged_sims[i] >= gate)]
                 if not among and not ids and not staged:
