@@ -37,10 +37,19 @@ void throw_lmdb(int rc, const char* what) {
     throw LmdbError(rc, msg);
 }
 
-ReadTxn::ReadTxn(Env& env, bool adopt) {
+ReadTxn::ReadTxn(Env& env, bool adopt) : env_(&env) {
     bool retried = false;
     for (;;) {
         lock_ = std::shared_lock<std::shared_mutex>(env.resize_mutex());
+        if (MDB_txn* idle = env.reader()) {
+            if (mdb_txn_renew(idle) == 0) {
+                txn_ = idle;
+                return;
+            }
+            // Whatever failed (a map another process grew, a slot taken
+            // back), a new handle below meets it again and handles it.
+            mdb_txn_abort(idle);
+        }
         int rc = mdb_txn_begin(env.raw(), nullptr, MDB_RDONLY, &txn_);
         if (rc == MDB_MAP_RESIZED) {
             lock_.unlock();
@@ -60,7 +69,11 @@ ReadTxn::ReadTxn(Env& env, bool adopt) {
 }
 
 ReadTxn::~ReadTxn() {
-    if (txn_) mdb_txn_abort(txn_);
+    if (!txn_) return;
+    // Reset while the resize lock is still held: the snapshot is released
+    // before the map may move.
+    mdb_txn_reset(txn_);
+    env_->idle(txn_);
 }
 
 Cursor::Cursor(MDB_txn* txn, MDB_dbi dbi) {
@@ -133,7 +146,29 @@ Env::Env(const std::string& dir, const Options& o) : dir_(dir), readonly_(o.read
 }
 
 Env::~Env() {
+    // Every handle must be freed before its environment closes.
+    for (MDB_txn* t : idle_) mdb_txn_abort(t);
+    idle_.clear();
     if (env_) mdb_env_close(env_);
+}
+
+MDB_txn* Env::reader() {
+    std::lock_guard<std::mutex> g(idle_mu_);
+    if (idle_.empty()) return nullptr;
+    MDB_txn* t = idle_.back();
+    idle_.pop_back();
+    return t;
+}
+
+void Env::idle(MDB_txn* txn) {
+    {
+        std::lock_guard<std::mutex> g(idle_mu_);
+        if (idle_.size() < kIdleReaders) {
+            idle_.push_back(txn);
+            return;
+        }
+    }
+    mdb_txn_abort(txn);
 }
 
 MDB_dbi Env::open_db(const char* name, unsigned flags) {

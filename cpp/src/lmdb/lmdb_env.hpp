@@ -9,6 +9,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agentsensus/errors.hpp"
 #include "lmdb/open_registry.hpp"
@@ -39,7 +40,8 @@ class Env;
 
 // A read-only snapshot. Holds the environment's resize lock shared, so the
 // map is never resized under it. A map another process grew is adopted
-// first, unless adopt is false (then MapResized is thrown).
+// first, unless adopt is false (then MapResized is thrown). Its LMDB handle
+// comes from the environment's idle handles when there is one (Env::reader).
 class ReadTxn {
 public:
     explicit ReadTxn(Env& env, bool adopt = true);
@@ -50,6 +52,7 @@ public:
 
 private:
     std::shared_lock<std::shared_mutex> lock_;
+    Env* env_ = nullptr;
     MDB_txn* txn_ = nullptr;
 };
 
@@ -106,6 +109,15 @@ public:
 
     std::shared_mutex& resize_mutex() { return resize_mu_; }
 
+    // Idle read handles: a new read transaction allocates and clears a
+    // handle sized for every table (max_dbs), which was a sixth of a small
+    // owner's recall; a handle reset (mdb_txn_reset) and renewed skips that.
+    // reader() gives an idle one, or nullptr; idle(txn) takes back a reset
+    // handle, keeping at most kIdleReaders (each keeps its reader slot;
+    // MDB_NOTLS lets it move between threads) and aborting the rest.
+    MDB_txn* reader();
+    void idle(MDB_txn* txn);
+
     // Exclusive use of the store across processes, for repair: every open
     // holds a shared flock on data.mdb's descriptor, and this takes it
     // exclusive (without waiting) until the guard ends; Error names the
@@ -135,6 +147,9 @@ private:
     bool readonly_ = false;
     std::shared_mutex resize_mu_;
     std::function<void(uint64_t)> on_commit_;
+    static constexpr size_t kIdleReaders = 16;
+    std::mutex idle_mu_;
+    std::vector<MDB_txn*> idle_;  // reset read handles; aborted before the environment closes
 };
 
 // Small helpers. get/del return false on MDB_NOTFOUND; put returns false on
