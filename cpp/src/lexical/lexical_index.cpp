@@ -184,36 +184,61 @@ std::array<unsigned char, kWordDigestBytes> word_digest(std::string_view word) {
     return out;
 }
 
-std::vector<std::string> lexical_words(std::string_view text) {
-    std::vector<std::string> out;
-    size_t i = 0, n = text.size();
+namespace {
+// The words of text as lexical_words cuts them, as views into lowered (the
+// text with ASCII letters lowercased), so that no word is copied before it
+// is known to be new.
+std::vector<std::string_view> word_views(std::string_view text, std::string& lowered) {
+    lowered.assign(text);
+    for (char& c : lowered)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    std::vector<std::string_view> out;
+    size_t i = 0, n = lowered.size();
     while (i < n) {
-        while (i < n && !word_byte(static_cast<unsigned char>(text[i]))) ++i;
+        while (i < n && !word_byte(static_cast<unsigned char>(lowered[i]))) ++i;
         size_t start = i;
-        while (i < n && word_byte(static_cast<unsigned char>(text[i]))) ++i;
+        while (i < n && word_byte(static_cast<unsigned char>(lowered[i]))) ++i;
         // One letter is a pronoun or an article ("I", "a"); one digit is a
         // number (a day, a scene, a count), which tells statements apart.
-        if (i - start < 2 && !(i - start == 1 && text[start] >= '0' && text[start] <= '9')) continue;
-        std::string w(text.substr(start, std::min(i - start, kMaxWordBytes)));
-        for (char& c : w)
-            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        out.push_back(std::move(w));
+        if (i - start < 2 && !(i - start == 1 && lowered[start] >= '0' && lowered[start] <= '9')) continue;
+        out.emplace_back(lowered.data() + start, std::min(i - start, kMaxWordBytes));
     }
+    return out;
+}
+}  // namespace
+
+std::vector<std::string> lexical_words(std::string_view text) {
+    std::string lowered;
+    std::vector<std::string> out;
+    for (std::string_view w : word_views(text, lowered)) out.emplace_back(w);
     return out;
 }
 
 LexicalDoc lexical_doc(std::string_view text) {
+    // Sorted as views (std::string orders by the same byte comparison), each
+    // distinct word copied once: a deposit reads a few dozen texts per
+    // statement, and sorting owned strings was most of each read.
+    std::string lowered;
+    std::vector<std::string_view> words = word_views(text, lowered);
     LexicalDoc d;
-    std::vector<std::string> words = lexical_words(text);
     d.length = static_cast<uint32_t>(words.size());
     std::sort(words.begin(), words.end());
-    for (std::string& w : words) {
-        if (!d.tf.empty() && d.tf.back().first == w)
-            ++d.tf.back().second;
-        else
-            d.tf.emplace_back(std::move(w), 1);
+    d.tf.reserve(words.size());
+    for (size_t i = 0; i < words.size();) {
+        size_t j = i + 1;
+        while (j < words.size() && words[j] == words[i]) ++j;
+        d.tf.emplace_back(std::string(words[i]), static_cast<uint32_t>(j - i));
+        i = j;
     }
     return d;
+}
+
+std::vector<std::string> query_words(std::string_view text) {
+    LexicalDoc d = lexical_doc(text);
+    std::vector<std::string> out;
+    out.reserve(d.tf.size());
+    for (auto& [word, tf] : d.tf) out.push_back(std::move(word));
+    return out;
 }
 
 uint32_t LexicalDoc::count(std::string_view word) const {
@@ -492,6 +517,13 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
     // words left need not be looked up.
     double own = 0, theirs = 0;
     std::vector<std::pair<const std::string*, uint32_t>> unknown;
+    // Both word lists are sorted: the statement's count of each record word
+    // is found by walking it alongside.
+    auto said = statement.tf.begin();
+    auto said_count = [&](const std::string& word) -> uint32_t {
+        while (said != statement.tf.end() && said->first < word) ++said;
+        return said != statement.tf.end() && said->first == word ? said->second : 0;
+    };
     for (const auto& [word, tf] : record.tf) {
         auto known = held_by.find(word);
         if (known == held_by.end()) {
@@ -501,7 +533,7 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
         const double idf = weight(known->second);
         if (idf <= 0) continue;
         own += term_weight(idf, tf, record.length, cp.avgdl);
-        if (uint32_t s = statement.count(word)) theirs += term_weight(idf, s, statement.length, cp.avgdl);
+        if (uint32_t s = said_count(word)) theirs += term_weight(idf, s, statement.length, cp.avgdl);
     }
     // below need once own > theirs * share / need^2
     const double most = need > 0 ? theirs * share / (need * need) : std::numeric_limits<double>::infinity();
@@ -534,8 +566,7 @@ LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp,
         const double idf = idf_of(cp.docs, held);
         const double t = tf;
         best += idf * t * (kK1 + 1) / (t + kK1 * (1 - kB + kB * length / cp.avgdl));
-        if (!out.query.empty()) out.query += ' ';
-        out.query += word;
+        out.words.push_back(word);
     }
     out.least = floor * best;
     out.best = best;
@@ -546,7 +577,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::optional<uint32_
                                              size_t k, const std::vector<LexicalOverlay>& overlay,
                                              const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                              const std::function<bool(uint64_t)>* keep) const {
-    return search(txn, corpus(txn, scope, overlay), query, k, also, also_scores, keep);
+    return search(txn, corpus(txn, scope, overlay), query_words(query), k, also, also_scores, keep);
 }
 
 // Exact BM25 top k, term at a time, rarest word first, with max-score
@@ -563,7 +594,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, std::optional<uint32_
 // score is summed in the same word order whichever way it was read, so the
 // result is that of scoring every record (tests/test_lexical_search.py
 // checks it against a reference).
-std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& cp, std::string_view query, size_t k,
+std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& cp,
+                                             const std::vector<std::string>& words, size_t k,
                                              const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                              const std::function<bool(uint64_t)>* keep,
                                              const std::vector<int64_t>* exclude, double least) const {
@@ -581,10 +613,9 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     };
     std::vector<Term> terms;
     {
-        const LexicalDoc q = lexical_doc(query);
-        for (const auto& word : q.tf) {  // a query's repeated word counts once
+        for (const std::string& word : words) {
             Term t;
-            t.word = word.first;
+            t.word = word;
             t.at = std::make_unique<Cursor>(txn, postings_);
             t.stored = stored_postings(*t.at, cp, t.word, &t.key, &t.placed);
             const double df = cp.records_holding(t.word, t.stored);
@@ -746,7 +777,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     return ranked(std::move(hits), k);
 }
 
-std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& cp, std::string_view query, size_t k,
+std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& cp,
+                                            const std::vector<std::string>& words, size_t k,
                                             const std::vector<int64_t>& hits,
                                             const std::unordered_map<int64_t, std::shared_ptr<const LexicalDoc>>& docs,
                                             const std::vector<int64_t>& also, std::vector<float>& also_scores,
@@ -758,13 +790,13 @@ std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& c
     std::vector<std::pair<std::string, double>> terms;  // word, idf
     {
         Cursor at(txn, postings_);
-        for (const auto& word : lexical_doc(query).tf) {
+        for (const std::string& word : words) {
             double df = -1;
             if (held)
-                if (auto known = held->find(word.first); known != held->end()) df = known->second;
-            if (df < 0) df = records_holding(at, cp, word.first);
+                if (auto known = held->find(word); known != held->end()) df = known->second;
+            if (df < 0) df = records_holding(at, cp, word);
             if (df <= 0) continue;
-            terms.emplace_back(word.first, idf_of(cp.docs, df));
+            terms.emplace_back(word, idf_of(cp.docs, df));
         }
     }
     std::sort(terms.begin(), terms.end(),

@@ -61,6 +61,9 @@ struct LexicalDoc {
     uint32_t count(std::string_view word) const;
 };
 LexicalDoc lexical_doc(std::string_view text);
+// The distinct words of a text, sorted: what a search asks for (a query's
+// repeated word counts once).
+std::vector<std::string> query_words(std::string_view text);
 // lexical_doc of a text, remembered by the calling thread (shared_doc in
 // lexical_index.cpp says why).
 std::shared_ptr<const LexicalDoc> shared_doc(std::string_view text);
@@ -141,11 +144,12 @@ public:
     // txn is a read transaction, so its word counts may be remembered.
     LexicalCorpus corpus(MDB_txn* txn, std::optional<uint32_t> scope, const std::vector<LexicalOverlay>& overlay,
                          bool read_only = false) const;
-    // exclude (if given): ids that are never hits, so the k are of the others.
+    // words: the query's words, each once (query_words). exclude (if
+    // given): ids that are never hits, so the k are of the others.
     // least (> 0): hits scoring below it are not wanted; the search may leave
     // such hits out (and then reads less), never one that reaches it.
-    std::vector<LexicalHit> search(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view query, size_t k,
-                                   const std::vector<int64_t>& also, std::vector<float>& also_scores,
+    std::vector<LexicalHit> search(MDB_txn* txn, const LexicalCorpus& corpus, const std::vector<std::string>& words,
+                                   size_t k, const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                    const std::function<bool(uint64_t)>* keep = nullptr,
                                    const std::vector<int64_t>* exclude = nullptr, double least = 0) const;
 
@@ -155,8 +159,8 @@ public:
     // hits that score above 0, best first, ties to the lower id; also_scores
     // as search gives them (every also id must be in docs). held (if given):
     // words' record counts known already (weigh's), not looked up again.
-    std::vector<LexicalHit> score(MDB_txn* txn, const LexicalCorpus& corpus, std::string_view query, size_t k,
-                                  const std::vector<int64_t>& hits,
+    std::vector<LexicalHit> score(MDB_txn* txn, const LexicalCorpus& corpus, const std::vector<std::string>& words,
+                                  size_t k, const std::vector<int64_t>& hits,
                                   const std::unordered_map<int64_t, std::shared_ptr<const LexicalDoc>>& docs,
                                   const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                   const std::unordered_map<std::string, double>* held = nullptr) const;
@@ -176,7 +180,7 @@ public:
     // as a record of the corpus (a word no record holds counted as held by
     // one), the least score a hit needs.
     struct Weighed {
-        std::string query;  // the kept words, space-separated
+        std::vector<std::string> words;  // the kept words, each once, sorted
         double least = 0;
         double best = 0;  // the text's best possible score
     };

@@ -58,14 +58,16 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         prepare_vector(lq.vector, q.data());
         // A floor weighs the text on the same snapshot, and hits below its
         // least score need not be found (the deposit drops them).
-        std::string_view text = lq.text;
         LexicalIndex::Weighed weighed;
-        // The statement's words, read once for weighing and coverage.
-        const LexicalDoc said = lq.floor > 0 ? lexical_doc(lq.text) : LexicalDoc();
+        // The statement's words, read once for weighing, the search and coverage.
+        const LexicalDoc said = lexical_doc(lq.text);
+        std::vector<std::string> words;
         if (lq.floor > 0) {
             weighed = lexical_->weigh(t.get(), corpus, said, lq.floor, lq.mutual > 0 ? &held_by : nullptr);
-            text = weighed.query;
+            words = std::move(weighed.words);
             out.least[i] = weighed.least;
+        } else {
+            for (const auto& [word, tf] : said.tf) words.push_back(word);
         }
         // A record's words, read once for scoring and coverage: the overlay's text for its ids; null for a
         // record this snapshot lacks.
@@ -105,10 +107,10 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
             // the also ids' scores: by the overlay's text, or a committed record's of the scope, as search has them
             for (int64_t id : lq.also)
                 if (corpus.over.count(id) || (id > 0 && sv.contains(static_cast<uint64_t>(id)))) words_of(id);
-            hits = lexical_->score(t.get(), corpus, text, k, among, docs, lq.also, out.also[i],
+            hits = lexical_->score(t.get(), corpus, words, k, among, docs, lq.also, out.also[i],
                                    lq.floor > 0 && lq.mutual > 0 ? &held_by : nullptr);
         } else {
-            hits = lexical_->search(t.get(), corpus, text, k, lq.also, out.also[i], sv.filtered ? &keep : nullptr,
+            hits = lexical_->search(t.get(), corpus, words, k, lq.also, out.also[i], sv.filtered ? &keep : nullptr,
                                     &lq.exclude, out.least[i]);
         }
         // Mutual coverage: a record that shares a part of the statement but
