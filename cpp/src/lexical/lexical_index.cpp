@@ -607,17 +607,22 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         double idf = 0, bound = 0;
         // At the word's first posting when placed: counting its postings
         // placed it there, and reading them starts from it without a second
-        // descent of the table. A remembered count placed it nowhere.
+        // descent of the table. A remembered count placed it nowhere, and
+        // the word is read through the shared cursor (opening a cursor per
+        // word was a tenth of a deposit's lexical call).
         std::unique_ptr<Cursor> at;
         bool placed = false;
     };
     std::vector<Term> terms;
+    Cursor shared(txn, postings_);
     {
+        std::unique_ptr<Cursor> spare;
         for (const std::string& word : words) {
             Term t;
             t.word = word;
-            t.at = std::make_unique<Cursor>(txn, postings_);
-            t.stored = stored_postings(*t.at, cp, t.word, &t.key, &t.placed);
+            if (!spare) spare = std::make_unique<Cursor>(txn, postings_);
+            t.stored = stored_postings(*spare, cp, t.word, &t.key, &t.placed);
+            if (t.placed) t.at = std::move(spare);
             const double df = cp.records_holding(t.word, t.stored);
             if (df <= 0) continue;
             if (t.key.empty()) t.key = posting_key(cp.scope, t.word);
@@ -649,16 +654,22 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     for (int64_t id : also) acc.emplace(Acc{id, 0, eligible(id), true});
     for (const auto& [id, d] : cp.over) acc.emplace(Acc{id, 0, eligible(id), true});
 
-    // The eligible scores so far, when k are known: the k-th best, or NaN.
-    std::vector<double> scratch;
-    auto kth = [&]() {
-        scratch.clear();
-        if (k == 0) return std::numeric_limits<double>::quiet_NaN();  // k == 0: only the also scores are asked for
+    // The eligible scores so far, best k first (the rest in any order):
+    // best[k - 1] is the k-th best when k are known. One pass per word gives
+    // both the k-th score and the k records a word read in full starts from.
+    struct Scored {
+        double score;
+        uint64_t tie;
+    };
+    std::vector<Scored> best;
+    auto rank_best = [&]() {
+        best.clear();
+        if (k == 0) return;  // k == 0: only the also scores are asked for
         for (const Acc& a : acc.entries())
-            if (a.hit && a.score > 0) scratch.push_back(a.score);
-        if (scratch.size() < k) return std::numeric_limits<double>::quiet_NaN();
-        std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<double>());
-        return scratch[k - 1];
+            if (a.hit && a.score > 0) best.push_back(Scored{a.score, tie_key(a.id)});
+        if (best.size() > k)
+            std::nth_element(best.begin(), best.begin() + (k - 1), best.end(),
+                             [](const Scored& a, const Scored& b) { return a.score > b.score; });
     };
     // A score this far below the k-th cannot reach it, even after both are
     // rounded to float for the ranking (ties there go to the lower id).
@@ -685,7 +696,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     for (size_t j = 0; j < terms.size(); ++j) {
         const Term& t = terms[j];
         // The k-th score so far, once per word (nothing moves it in between).
-        const double kth_now = kth();
+        rank_best();
+        const double kth_now = k > 0 && best.size() >= k ? best[k - 1].score : std::numeric_limits<double>::quiet_NaN();
         if (!closed) {
             // Closed once the words left cannot lift a record from nothing
             // to the k-th score so far, or to the least wanted one.
@@ -703,7 +715,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                     if (a.id < 0 || (overlay && cp.over.count(a.id))) continue;
                     auto probe = encode_posting(Posting{static_cast<uint64_t>(a.id), 0, 0});
                     MDB_val key = val(t.key), v = val(probe.data(), probe.size());
-                    if (!t.at->op(key, v, MDB_GET_BOTH_RANGE) || v.mv_size != kPosting) continue;
+                    if (!(t.at ? *t.at : shared).op(key, v, MDB_GET_BOTH_RANGE) || v.mv_size != kPosting) continue;
                     Posting x = decode_posting(static_cast<const unsigned char*>(v.mv_data));
                     if (x.id == static_cast<uint64_t>(a.id)) a.score += term_weight(t.idf, x.tf, x.length, cp.avgdl);
                 }
@@ -711,13 +723,10 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                 const bool last = j + 1 == terms.size();
                 seen.clear();
                 if (!closed) {
-                    for (const Acc& a : acc.entries())
-                        if (a.hit && a.score > 0) seen.push_back(Seen{static_cast<float>(a.score), tie_key(a.id)});
-                    if (seen.size() > k) {
-                        std::nth_element(seen.begin(), seen.begin() + (k - 1), seen.end(),
-                                         [&](const Seen& a, const Seen& b) { return worse(b, a); });
-                        seen.resize(k);
-                    }
+                    // Any k of them bound the rest soundly; these are the k
+                    // best in double, which rounding to float can only tie.
+                    for (size_t b = 0; b < best.size() && b < k; ++b)
+                        seen.push_back(Seen{static_cast<float>(best[b].score), best[b].tie});
                     std::make_heap(seen.begin(), seen.end(), heap_order);
                 }
                 // Whether a record first met here, with weight w, can reach
@@ -743,9 +752,10 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                 };
                 // GET_CURRENT first: a word of one posting has no duplicates
                 // page, and GET_MULTIPLE then leaves v as it was.
+                Cursor& c = t.at ? *t.at : shared;
                 MDB_val key = val(t.key), v;
-                bool more = (t.placed || t.at->op(key, v, MDB_SET)) && t.at->op(key, v, MDB_GET_CURRENT) &&
-                            t.at->op(key, v, MDB_GET_MULTIPLE);
+                bool more = (t.placed || c.op(key, v, MDB_SET)) && c.op(key, v, MDB_GET_CURRENT) &&
+                            c.op(key, v, MDB_GET_MULTIPLE);
                 while (more) {
                     const unsigned char* p = static_cast<const unsigned char*>(v.mv_data);
                     for (size_t at = 0; at + kPosting <= v.mv_size; at += kPosting) {
@@ -759,7 +769,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                             admit(id, w);  // a record no keep admits is never a hit
                         }
                     }
-                    more = t.at->op(key, v, MDB_NEXT_MULTIPLE);
+                    more = c.op(key, v, MDB_NEXT_MULTIPLE);
                 }
             }
         }

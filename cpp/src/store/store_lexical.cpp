@@ -116,15 +116,21 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         // Mutual coverage: a record that shares a part of the statement but
         // says a fact of its own besides is no candidate.
         const bool mutual = lq.floor > 0 && lq.mutual > 0;
+        // A gate (min_similarity) makes the similarity a test, the cheaper one: it goes first. Without one the
+        // similarity is only reported, so only the hits coverage keeps have their vectors read.
+        const bool gated = lq.min_similarity > -std::numeric_limits<double>::infinity();
+        // The hit's similarity to the statement into s; false when the hit fails the gate or its vector is
+        // missing. An overlay's new record (NaN here) is left to the caller's kernel.
+        auto similar = [&](const LexicalHit& h, float& s) {
+            if (h.id <= 0) return true;
+            if (!vector_of(t.get(), static_cast<uint64_t>(h.id), buf.data()))
+                return false;  // a damaged index: verify reports it
+            s = similarity(metric_, q.data(), buf.data(), dim_);
+            return static_cast<double>(s) >= lq.min_similarity;
+        };
         for (const LexicalHit& h : hits) {
             float s = std::numeric_limits<float>::quiet_NaN();
-            if (h.id > 0) {
-                if (!vector_of(t.get(), static_cast<uint64_t>(h.id), buf.data()))
-                    continue;  // a damaged index: verify reports it
-                s = similarity(metric_, q.data(), buf.data(), dim_);
-                // The cheaper test first; an overlay's new record (NaN here) is left to the caller's kernel.
-                if (static_cast<double>(s) < lq.min_similarity) continue;
-            }
+            if (gated && !similar(h, s)) continue;
             // A record that holds most of what the statement says is a candidate whatever else it says (the
             // statement may tell a part of its fact); below that, the two must hold each other.
             if (mutual && h.score >= out.least[i] && h.score < kMostOf * weighed.best) {
@@ -133,6 +139,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
                 const double share = weighed.best > 0 ? h.score / weighed.best : 0;
                 if (lexical_->coverage(t.get(), corpus, said, *held, share, held_by, lq.mutual) < lq.mutual) continue;
             }
+            if (!gated && !similar(h, s)) continue;
             if (h.id > 0) named.push_back(static_cast<uint64_t>(h.id));
             out.hits.push_back(h);
             out.similarity.push_back(s);
