@@ -126,7 +126,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
             if (!vector_of(t.get(), static_cast<uint64_t>(h.id), buf.data()))
                 return false;  // a damaged index: verify reports it
             s = similarity(metric_, q.data(), buf.data(), dim_);
-            return static_cast<double>(s) >= lq.min_similarity;
+            return !(static_cast<double>(s) < lq.min_similarity);  // as a gate compares (NaN passes)
         };
         for (const LexicalHit& h : hits) {
             float s = std::numeric_limits<float>::quiet_NaN();
