@@ -1,7 +1,7 @@
 """The engine's C++ unit tests (tests/cpp: the heads codec, the frontier walk
 on crafted graphs, the page checks, the crowded-store verdict, the int8
-kernels, the lexical index's remembered word counts, and the commit's
-conflicts on a real store), configured, built and
+kernels, the lexical index's remembered word counts, the idle read handles,
+and the commit's conflicts on a real store), configured, built and
 run with cmake and ctest in a temporary build directory; any failing case
 fails this test.
 
