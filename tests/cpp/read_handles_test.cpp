@@ -50,6 +50,13 @@ void write_value(Env& env, MDB_dbi dbi, const std::string& value) {
     env.write([&](MDB_txn* txn) { put(txn, dbi, val("k"), val(value)); });
 }
 
+// n read transactions open at once.
+std::vector<std::unique_ptr<ReadTxn>> readers(Env& env, int n) {
+    std::vector<std::unique_ptr<ReadTxn>> open;
+    for (int i = 0; i < n; ++i) open.push_back(std::make_unique<ReadTxn>(env));
+    return open;
+}
+
 }  // namespace
 
 TEST(a_renewed_handle_reads_the_newest_commit) {
@@ -72,20 +79,16 @@ TEST(at_most_sixteen_handles_stay_idle) {
     Env env(dir.path(), Env::Options{});
     MDB_dbi dbi = env.open_db("t", 0);
     write_value(env, dbi, "x");
-    {
-        std::vector<std::unique_ptr<ReadTxn>> open;
-        for (int i = 0; i < 24; ++i) open.push_back(std::make_unique<ReadTxn>(env));
-        CHECK_EQ(own_slots(env).first, 24);
-        CHECK_EQ(own_slots(env).second, 24);
-    }
+    auto open = readers(env, 24);
+    CHECK_EQ(own_slots(env).first, 24);
+    CHECK_EQ(own_slots(env).second, 24);
+    open.clear();
     CHECK_EQ(own_slots(env).first, 16);
     CHECK_EQ(own_slots(env).second, 0);
     // Readers at once take the idle handles first, then new ones.
-    {
-        std::vector<std::unique_ptr<ReadTxn>> open;
-        for (int i = 0; i < 20; ++i) open.push_back(std::make_unique<ReadTxn>(env));
-        CHECK_EQ(own_slots(env).first, 20);
-    }
+    open = readers(env, 20);
+    CHECK_EQ(own_slots(env).first, 20);
+    open.clear();
     CHECK_EQ(own_slots(env).first, 16);
 }
 
@@ -93,11 +96,8 @@ TEST(closing_the_environment_frees_the_idle_handles) {
     TempDir dir;
     {
         Env env(dir.path(), Env::Options{});
-        MDB_dbi dbi = env.open_db("t", 0);
-        write_value(env, dbi, "x");
-        std::vector<std::unique_ptr<ReadTxn>> open;
-        for (int i = 0; i < 4; ++i) open.push_back(std::make_unique<ReadTxn>(env));
-        open.clear();
+        write_value(env, env.open_db("t", 0), "x");
+        readers(env, 4).clear();
         CHECK_EQ(own_slots(env).first, 4);
     }
     // The lock file outlives the environment: another open reads its table.
