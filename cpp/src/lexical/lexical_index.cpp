@@ -654,22 +654,32 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     for (int64_t id : also) acc.emplace(Acc{id, 0, eligible(id), true});
     for (const auto& [id, d] : cp.over) acc.emplace(Acc{id, 0, eligible(id), true});
 
-    // The eligible scores so far, best k first (the rest in any order):
-    // best[k - 1] is the k-th best when k are known. One pass per word gives
-    // both the k-th score and the k records a word read in full starts from.
+    // The k best eligible scores so far, the k-th on top (a heap by score):
+    // best.front() is the k-th best once k are known. One pass per word gives
+    // both the k-th score and the k records a word read in full starts from;
+    // a bounded heap, not a copy of every accumulator to select from, since
+    // most accumulators rank below the k-th and cost one comparison.
     struct Scored {
         double score;
         uint64_t tie;
     };
+    auto kth_on_top = [](const Scored& a, const Scored& b) { return a.score > b.score; };
     std::vector<Scored> best;
+    best.reserve(k);
     auto rank_best = [&]() {
         best.clear();
         if (k == 0) return;  // k == 0: only the also scores are asked for
-        for (const Acc& a : acc.entries())
-            if (a.hit && a.score > 0) best.push_back(Scored{a.score, tie_key(a.id)});
-        if (best.size() > k)
-            std::nth_element(best.begin(), best.begin() + (k - 1), best.end(),
-                             [](const Scored& a, const Scored& b) { return a.score > b.score; });
+        for (const Acc& a : acc.entries()) {
+            if (!a.hit || !(a.score > 0)) continue;
+            if (best.size() < k) {
+                best.push_back(Scored{a.score, tie_key(a.id)});
+                std::push_heap(best.begin(), best.end(), kth_on_top);
+            } else if (a.score > best.front().score) {
+                std::pop_heap(best.begin(), best.end(), kth_on_top);
+                best.back() = Scored{a.score, tie_key(a.id)};
+                std::push_heap(best.begin(), best.end(), kth_on_top);
+            }
+        }
     };
     // A score this far below the k-th cannot reach it, even after both are
     // rounded to float for the ranking (ties there go to the lower id).
@@ -697,7 +707,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         const Term& t = terms[j];
         // The k-th score so far, once per word (nothing moves it in between).
         rank_best();
-        const double kth_now = k > 0 && best.size() >= k ? best[k - 1].score : std::numeric_limits<double>::quiet_NaN();
+        const double kth_now = k > 0 && best.size() >= k ? best.front().score : std::numeric_limits<double>::quiet_NaN();
         if (!closed) {
             // Closed once the words left cannot lift a record from nothing
             // to the k-th score so far, or to the least wanted one.
@@ -725,8 +735,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                 if (!closed) {
                     // Any k of them bound the rest soundly; these are the k
                     // best in double, which rounding to float can only tie.
-                    for (size_t b = 0; b < best.size() && b < k; ++b)
-                        seen.push_back(Seen{static_cast<float>(best[b].score), best[b].tie});
+                    for (const Scored& b : best) seen.push_back(Seen{static_cast<float>(b.score), b.tie});
                     std::make_heap(seen.begin(), seen.end(), heap_order);
                 }
                 // Whether a record first met here, with weight w, can reach
