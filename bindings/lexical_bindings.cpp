@@ -110,18 +110,20 @@ void bind_lexical(py::module_& m) {
             py::dict records;
             for (const Row& row : r.records)
                 records[py::int_(row.id)] = py::make_tuple(stored_str(row.text), owners_tuple(row.owners), row.round);
-            return py::make_tuple(r.offsets, ids, scores, sims, r.also, records, r.least);
+            return py::make_tuple(r.offsets, ids, scores, sims, r.also, records, r.least, r.most_of);
         },
         py::arg("vectors"), py::arg("texts"), py::arg("k"), py::arg("overlay"), py::arg("also"), py::arg("scope") = "",
         py::arg("exclude") = std::vector<std::vector<int64_t>>{}, py::arg("floor") = 0.0, py::arg("mutual") = 0.0,
         py::arg("min_similarity") = -std::numeric_limits<double>::infinity(),
         py::arg("only") = std::vector<std::optional<std::vector<int64_t>>>{},
-        "(offsets, ids, lexical scores, similarities, also scores, records, least scores): each text's lexical "
-        "top k, less the ids of its exclude list; floor > 0 weighs each text as lexical_floor does, and hits "
-        "below its least score may be left out; mutual > 0 (with a floor) leaves out the hits reaching it "
+        "(offsets, ids, lexical scores, similarities, also scores, records, least scores, most-of scores): each "
+        "text's lexical top k, less the ids of its exclude list; floor > 0 weighs each text as lexical_floor does, "
+        "and hits below its least score may be left out; mutual > 0 (with a floor) leaves out the hits reaching it "
         "whose mutual coverage with the text is below mutual; a committed hit less similar than min_similarity to "
-        "its text's vector is left out; only (one entry per text, or none): a list, the ids the text's hits may be, "
-        "scored without a search, or None for a search of the scope.");
+        "its text's vector is left out unless it scores at least the text's most-of score (half its best possible "
+        "score; infinity when it has none); only (one entry per text, or none): a list, the ids the text's hits may "
+        "be, scored without a search (with a gate, the scope is searched for the hits reaching the most-of score), "
+        "or None for a search of the scope.");
     engine.def(
         "recall_fused",
         [](Engine& e, const std::string& owner, const F32& query, const std::string& text, size_t k, bool expand) {

@@ -104,7 +104,7 @@ def share_of_best(s: Store, text: str, record: str) -> float:
     """The record's BM25 score for text over text's best (the share a floor on one side measures)."""
     counts = s._engine.lexical_word_counts([text], [], "")
     (_,), (best,) = weighed_queries(counts, 1.0)
-    _, ids, scores, _, _, records, _ = s._engine.lexical(E[15][None], [text], 8, [], [[]], "", [[]], 0.01)
+    _, ids, scores, _, _, records, _, _ = s._engine.lexical(E[15][None], [text], 8, [], [[]], "", [[]], 0.01)
     return next(x for rid, x in zip(ids.tolist(), scores.tolist()) if records[rid][0] == record) / best
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Optional
 from unittest import mock
 
 import numpy as np
@@ -22,6 +23,8 @@ from hypothesis import strategies as st
 E = np.eye(DIM, dtype=np.float32)
 RECORD = "the abbot rang the bell at the chapel"
 SAID = "I hear the abbot rang the chapel bell"  # shares most of RECORD's words
+# shares the abbot and the frame's small words: a lexical hit, but one that holds less than half of what it says
+APART = "the abbot and the miller crossed the river at the ferry"
 
 
 def at_cosine(c: float) -> np.ndarray:
@@ -29,22 +32,38 @@ def at_cosine(c: float) -> np.ndarray:
     return (c * E[0] + np.sqrt(1 - c * c) * E[9]).astype(np.float32)
 
 
-def shown(path: str, cos: float, **kw) -> list[list[str]]:
-    """The candidate texts of each judge request for SAID, its vector at
+def shown(path: str, cos: float, said: str = APART, **kw) -> list[list[str]]:
+    """The candidate texts of each judge request for said, its vector at
     cosine cos to RECORD's."""
     judge = RecordingJudge()
     with Store(path, dim=DIM, judge=judge, **kw) as s:
         s.deposit("a", [RECORD], E[0][None])
-        s.deposit("b", [SAID], at_cosine(cos)[None])
+        s.deposit("b", [said], at_cosine(cos)[None])
     return [[c.text for c in r.candidates] for call in judge.calls for r in call]
 
 
-def test_a_hit_less_similar_than_the_gate_is_no_candidate(tmp_path):
-    # cosine 0.5: no vector candidate (min_similarity 0.75), a lexical one unless the gate is above 0.5
-    assert shown(str(tmp_path / "a"), 0.5) == [[RECORD]]
-    assert shown(str(tmp_path / "b"), 0.5, lexical_min_similarity=0.4) == [[RECORD]]
-    assert shown(str(tmp_path / "c"), 0.5, lexical_min_similarity=0.6) == []  # no request: a new record
-    assert shown(str(tmp_path / "d"), 0.65, lexical_min_similarity=0.6) == [[RECORD]]
+@pytest.mark.parametrize("near", [True, False])
+def test_a_hit_less_similar_than_the_gate_is_no_candidate(tmp_path, near):
+    # cosine 0.5: no vector candidate (min_similarity 0.75), a lexical one unless the gate is above 0.5;
+    # near False: prepare reports no near records, so the engine searches the scope
+    args = BatchPlanner._near_args if near else (lambda self: (0, math.inf))
+    with mock.patch.object(BatchPlanner, "_near_args", args):
+        assert shown(str(tmp_path / "a"), 0.5) == [[RECORD]]
+        assert shown(str(tmp_path / "b"), 0.5, lexical_min_similarity=0.4) == [[RECORD]]
+        assert shown(str(tmp_path / "c"), 0.5, lexical_min_similarity=0.6) == []  # no request: a new record
+        assert shown(str(tmp_path / "d"), 0.65, lexical_min_similarity=0.6) == [[RECORD]]
+
+
+@pytest.mark.parametrize("near", [True, False])
+def test_a_hit_holding_most_of_the_statement_passes_any_gate(tmp_path, near):
+    # A witness's frame can move a true restatement's vector far from its record's: a record scoring at
+    # least half of the statement's best BM25 score is a candidate however far its vector is, whether the
+    # lexical step scored the near records (none here) and searched the scope for such hits, or searched it.
+    args = BatchPlanner._near_args if near else (lambda self: (0, math.inf))
+    with mock.patch.object(BatchPlanner, "_near_args", args):
+        assert shown(str(tmp_path / "a"), 0.5, SAID, lexical_min_similarity=0.6) == [[RECORD]]
+        assert shown(str(tmp_path / "b"), 0.1, SAID, lexical_min_similarity=0.75) == [[RECORD]]
+        assert shown(str(tmp_path / "c"), 0.1, APART, lexical_min_similarity=0.75) == []
 
 
 def test_the_gate_asks_no_more_than_min_similarity(tmp_path):
@@ -101,10 +120,26 @@ def test_a_gate_that_is_no_number_is_refused_with_nothing_written(tmp_path, bad)
 WORDS = "abbot bell chapel river ferry market miller flour forge blade moor rain".split()
 
 
-def _requests(path: str, stream: list[tuple[str, np.ndarray]], batch: bool, **kw) -> dict[str, list]:
-    """Each statement's last judge request: its candidates (text, score)."""
+def _requests(
+    path: str, stream: list[tuple[str, np.ndarray]], batch: bool, most_of: Optional[dict[str, float]] = None, **kw
+) -> dict[str, list]:
+    """Each statement's last judge request: its candidates (text, score,
+    BM25 score); most_of (if given) gets each statement's score from which
+    a hit holds most of it, as the deposit's lexical step reported it."""
     judge = RecordingJudge()
-    with Store(path, dim=DIM, judge=judge, lexical_candidates=64, **kw) as s:
+    plan = BatchPlanner._lexical
+
+    def recorded(self, item, *args, **kwargs):  # type: ignore[no-untyped-def]
+        got = plan(self, item, *args, **kwargs)
+        if most_of is not None and got is not None:
+            for text, score in zip(item.statements, got._most_of):
+                most_of[text] = score
+        return got
+
+    with (
+        mock.patch.object(BatchPlanner, "_lexical", recorded),
+        Store(path, dim=DIM, judge=judge, lexical_candidates=64, **kw) as s,
+    ):
         half = len(stream) // 2
         for text, v in stream[:half]:
             s.deposit("a", [text], v[None])
@@ -133,8 +168,9 @@ def _requests(path: str, stream: list[tuple[str, np.ndarray]], batch: bool, **kw
 )
 def test_the_gate_only_leaves_out_hits_below_it(tmp_path_factory, texts, seed, gate, batch, near, floor):
     # Whatever the statement's nearest record, and whether the lexical step scored the near records
-    # alone, searched the scope (near False: prepare reports none) or did not run, the requests are
-    # those without the gate less the lexical hits below it (no truncation: 64 lexical candidates).
+    # (and searched the scope for hits holding most of the statement) or searched the scope (near False:
+    # prepare reports none), the requests are those without the gate less the lexical hits below it that
+    # hold less than half of the statement (no truncation: 64 lexical candidates).
     rng = np.random.default_rng(seed)
     vecs = rng.standard_normal((len(texts), DIM)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -142,13 +178,15 @@ def test_the_gate_only_leaves_out_hits_below_it(tmp_path_factory, texts, seed, g
     d = tmp_path_factory.mktemp("gate")
     plain = _requests(str(d / "plain"), stream, batch, min_similarity=0.7, lexical_floor=floor)
     args = BatchPlanner._near_args if near else (lambda self: (0, math.inf))  # near False: prepare reports none
+    most_of: dict[str, float] = {}  # the gate does not change it: the same records are stored either way
     with mock.patch.object(BatchPlanner, "_near_args", args):
         gated = _requests(
-            str(d / "gated"), stream, batch, min_similarity=0.7, lexical_floor=floor, lexical_min_similarity=gate
-        )
+            str(d / "gated"), stream, batch, most_of, min_similarity=0.7, lexical_floor=floor,
+            lexical_min_similarity=gate,
+        )  # fmt: skip
     want = {}
     for text, cands in plain.items():
-        kept = [c for c in cands if c[1] >= 0.7 or c[1] >= gate]
+        kept = [c for c in cands if c[1] >= 0.7 or c[1] >= gate or c[2] >= most_of.get(text, math.inf)]
         if kept:
             want[text] = kept
     assert gated.keys() == want.keys()

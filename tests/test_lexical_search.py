@@ -80,7 +80,7 @@ def test_the_top_k_is_the_reference_bm25s(tmp_path_factory, stored, new, query, 
         also = [keys[p % len(keys)] for p in also_picks]
         exclude = [keys[p % len(keys)] for p in exclude_picks]
         got = s._engine.lexical(unit(99)[None], [query], k, overlay, [also], "", [exclude])
-        offs, got_ids, got_scores, _, also_scores, _, _ = got
+        offs, got_ids, got_scores, _, also_scores, _, _, _ = got
         want, score = reference(docs, query, k, frozenset(exclude))
         assert list(zip(got_ids.tolist(), got_scores.tolist())) == want
         assert list(offs) == [0, len(want)]
@@ -101,7 +101,7 @@ def test_the_top_k_of_a_larger_corpus_is_the_reference_bm25s(tmp_path_factory, s
     with Store(path, dim=DIM, lexical_candidates=0, min_similarity=0.999) as s:
         ids = s.deposit("a", stored, np.stack([unit(i) for i in range(len(stored))])).ids
         docs = {rid: s.get(rid).text for rid in set(ids)}
-        offs, got_ids, got_scores, _, _, _, _ = s._engine.lexical(unit(99)[None], [query], k, [], [[]], "", [[]])
+        offs, got_ids, got_scores, _, _, _, _, _ = s._engine.lexical(unit(99)[None], [query], k, [], [[]], "", [[]])
         want, _ = reference(docs, query, k)
         assert list(zip(got_ids.tolist(), got_scores.tolist())) == want
 
@@ -148,10 +148,14 @@ def test_a_floor_leaves_the_hits_that_reach_it_as_the_reference_ranks_them(
         keys = sorted(docs)
         also = [keys[p % len(keys)] for p in also_picks]
         exclude = [keys[p % len(keys)] for p in exclude_picks]
-        (weighed,), (least,) = weighed_queries(s._engine.lexical_word_counts([query], overlay, ""), floor)
+        counts = s._engine.lexical_word_counts([query], overlay, "")
+        (weighed,), (least,) = weighed_queries(counts, floor)
+        _, (best,) = weighed_queries(counts, 1.0)
         got = s._engine.lexical(unit(99)[None], [query], k, overlay, [also], "", [exclude], floor)
-        offs, got_ids, got_scores, _, also_scores, _, got_least = got
+        offs, got_ids, got_scores, _, also_scores, _, got_least, got_most_of = got
         assert got_least == [least]
+        # the score from which a hit holds most of the query (it passes a similarity gate)
+        assert got_most_of == [MOST_OF * best if best > 0 else math.inf]
         want, score = reference(docs, weighed.decode(), k, frozenset(exclude))
         reached = [(i, x) for i, x in zip(got_ids.tolist(), got_scores.tolist()) if x >= least]
         assert reached == [(i, x) for i, x in want if x >= least]
@@ -172,7 +176,7 @@ def test_mutual_coverage_leaves_out_the_hits_the_reference_leaves_out(tmp_path_f
         floor = mutual * mutual
         (weighed,), (least,) = weighed_queries(s._engine.lexical_word_counts([query], overlay, ""), floor)
         got = s._engine.lexical(unit(99)[None], [query], k, overlay, [[]], "", [[]], floor, mutual)
-        _, got_ids, got_scores, _, _, _, _ = got
+        _, got_ids, got_scores, _, _, _, _, _ = got
         want, _ = reference(docs, weighed.decode(), k)
         reached = [(i, x) for i, x in want if x >= least]
         best = least / floor

@@ -227,12 +227,14 @@ struct LexicalQuery {
     // > 0 (with a floor): a hit that reaches least is kept only if its mutual
     // coverage with the text (LexicalIndex::coverage) reaches this
     double mutual = 0;
-    // A committed hit less similar than this to the vector is no candidate;
+    // A committed hit less similar than this to the vector is no candidate
+    // unless it holds most of what the text says (LexicalAnswer::most_of);
     // it is dropped before its coverage is counted (the cheaper test first).
     double min_similarity = -std::numeric_limits<double>::infinity();
     // Set: the hits are among these records only (a deposit's near ones, all
     // that can reach min_similarity), each scored directly as the search
-    // scores it, instead of searched for in the whole scope.
+    // scores it, instead of searched for in the whole scope; with a gate,
+    // the scope is searched too for the hits that hold most of the text.
     std::optional<std::vector<int64_t>> only;
 };
 
@@ -250,6 +252,9 @@ struct LexicalAnswer {
     std::vector<std::vector<float>> also;  // per query: the scores of its also ids
     std::vector<Row> records;              // every committed record hit, once
     std::vector<double> least;             // per query: the least score a hit needs (0 without a floor)
+    // per query: the score from which a hit holds most of what the query says (half its best possible
+    // score, as a floor weighs it; infinity when it has none): such a hit passes a gate
+    std::vector<double> most_of;
 };
 
 // A record's times and every owner's metadata, for export and import

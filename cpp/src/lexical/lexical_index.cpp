@@ -83,17 +83,6 @@ bool scored_before(double idf_a, const std::string& a, double idf_b, const std::
     return idf_a > idf_b || (idf_a == idf_b && a < b);
 }
 
-// Hits best first, ties to the lower id (tie_key), cut to the k best.
-std::vector<LexicalHit> ranked(std::vector<LexicalHit> hits, size_t k) {
-    auto better = [](const LexicalHit& a, const LexicalHit& b) {
-        return a.score > b.score || (a.score == b.score && tie_key(a.id) < tie_key(b.id));
-    };
-    const size_t top = std::min(k, hits.size());
-    std::partial_sort(hits.begin(), hits.begin() + top, hits.end(), better);
-    hits.resize(top);
-    return hits;
-}
-
 double term_weight(double idf, uint32_t tf, uint32_t length, double avgdl) {
     double t = tf;
     return idf * t * (kK1 + 1) / (t + kK1 * (1 - kB + kB * length / avgdl));
@@ -163,6 +152,16 @@ private:
 };
 
 }  // namespace
+
+std::vector<LexicalHit> ranked_hits(std::vector<LexicalHit> hits, size_t k) {
+    auto better = [](const LexicalHit& a, const LexicalHit& b) {
+        return a.score > b.score || (a.score == b.score && tie_key(a.id) < tie_key(b.id));
+    };
+    const size_t top = std::min(k, hits.size());
+    std::partial_sort(hits.begin(), hits.begin() + top, hits.end(), better);
+    hits.resize(top);
+    return hits;
+}
 
 std::array<unsigned char, kWordDigestBytes> word_digest(std::string_view word) {
     // Two 64-bit checksums of the word, each behind its own lead byte. An
@@ -707,7 +706,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
         const Term& t = terms[j];
         // The k-th score so far, once per word (nothing moves it in between).
         rank_best();
-        const double kth_now = k > 0 && best.size() >= k ? best.front().score : std::numeric_limits<double>::quiet_NaN();
+        const double kth_now =
+            k > 0 && best.size() >= k ? best.front().score : std::numeric_limits<double>::quiet_NaN();
         if (!closed) {
             // Closed once the words left cannot lift a record from nothing
             // to the k-th score so far, or to the least wanted one.
@@ -793,7 +793,7 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     hits.reserve(acc.size());
     for (const Acc& a : acc.entries())
         if (a.hit && a.score > 0) hits.push_back(LexicalHit{a.id, static_cast<float>(a.score)});
-    return ranked(std::move(hits), k);
+    return ranked_hits(std::move(hits), k);
 }
 
 std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& cp,
@@ -832,7 +832,7 @@ std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& c
     std::vector<LexicalHit> out;
     for (int64_t id : hits)
         if (const double s = score_of(id); s > 0) out.push_back(LexicalHit{id, static_cast<float>(s)});
-    return ranked(std::move(out), k);
+    return ranked_hits(std::move(out), k);
 }
 
 void LexicalIndex::verify(MDB_txn* txn, const std::function<void(std::string)>& bad) const {

@@ -45,6 +45,11 @@ constexpr size_t kWordDigestBytes = 16;
 // guesses a word can compute it.
 std::array<unsigned char, kWordDigestBytes> word_digest(std::string_view word);
 
+// Hits best first, ties to the lower id (committed ids ascending, then an
+// overlay's new records in the order the batch makes them), cut to the k best:
+// the order every search and score returns.
+std::vector<LexicalHit> ranked_hits(std::vector<LexicalHit> hits, size_t k);
+
 // The words of a text as the index keys them: runs of ASCII letters and
 // digits (lowercased) and of non-ASCII bytes (UTF-8 letters, kept as they
 // are), at least 2 bytes long or a single digit, cut at kMaxWordBytes.

@@ -13,9 +13,11 @@
 namespace agentsensus {
 
 namespace {
-// A lexical hit holding more than this share of a statement's best score
+// A lexical hit scoring at least this share of a statement's best score
 // holds most of what it says: it needs no mutual coverage
-// (LexicalQuery::mutual).
+// (LexicalQuery::mutual), and it passes a similarity gate
+// (LexicalQuery::min_similarity), since a witness's frame can move a true
+// restatement's vector far from its record's.
 constexpr double kMostOf = 0.5;
 }  // namespace
 
@@ -52,6 +54,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
     const LexicalCorpus corpus =
         lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay, true);  // once for every query
     out.least.assign(queries.size(), 0.0);
+    out.most_of.assign(queries.size(), std::numeric_limits<double>::infinity());
     std::unordered_map<std::string, double> held_by;  // words' record counts in the corpus, for mutual coverage
     for (size_t i = 0; i < queries.size(); ++i) {
         const LexicalQuery& lq = queries[i];
@@ -62,13 +65,19 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         // The statement's words, read once for weighing, the search and coverage.
         const LexicalDoc said = lexical_doc(lq.text);
         std::vector<std::string> words;
+        // A gate (min_similarity) makes the similarity a test, the cheaper one: it goes first. Without one the
+        // similarity is only reported, so only the hits coverage keeps have their vectors read.
+        const bool gated = lq.min_similarity > -std::numeric_limits<double>::infinity();
         if (lq.floor > 0) {
             weighed = lexical_->weigh(t.get(), corpus, said, lq.floor, lq.mutual > 0 ? &held_by : nullptr);
             words = std::move(weighed.words);
             out.least[i] = weighed.least;
         } else {
             for (const auto& [word, tf] : said.tf) words.push_back(word);
+            if (gated) weighed.best = lexical_->weigh(t.get(), corpus, said, 0).best;  // the best only, for most_of
         }
+        if (weighed.best > 0) out.most_of[i] = kMostOf * weighed.best;
+        const double most_of = out.most_of[i];
         // A record's words, read once for scoring and coverage: the overlay's text for its ids; null for a
         // record this snapshot lacks.
         std::unordered_map<int64_t, std::shared_ptr<const LexicalDoc>> docs;
@@ -109,6 +118,19 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
                 if (corpus.over.count(id) || (id > 0 && sv.contains(static_cast<uint64_t>(id)))) words_of(id);
             hits = lexical_->score(t.get(), corpus, words, k, among, docs, lq.also, out.also[i],
                                    lq.floor > 0 && lq.mutual > 0 ? &held_by : nullptr);
+            if (gated && most_of < std::numeric_limits<double>::infinity()) {
+                // A hit holding most of the statement passes the gate wherever it is: search the scope for
+                // those, above the least score a search would want, and rank them with the near ones.
+                std::vector<int64_t> skip = lq.exclude;
+                skip.insert(skip.end(), among.begin(), among.end());
+                std::vector<float> unused;
+                std::vector<LexicalHit> most =
+                    lexical_->search(t.get(), corpus, words, k, {}, unused, sv.filtered ? &keep : nullptr, &skip,
+                                     std::max(out.least[i], most_of));
+                for (const LexicalHit& h : most)
+                    if (h.score >= most_of) hits.push_back(h);  // the search may return some below its least
+                hits = ranked_hits(std::move(hits), k);
+            }
         } else {
             hits = lexical_->search(t.get(), corpus, words, k, lq.also, out.also[i], sv.filtered ? &keep : nullptr,
                                     &lq.exclude, out.least[i]);
@@ -116,9 +138,6 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         // Mutual coverage: a record that shares a part of the statement but
         // says a fact of its own besides is no candidate.
         const bool mutual = lq.floor > 0 && lq.mutual > 0;
-        // A gate (min_similarity) makes the similarity a test, the cheaper one: it goes first. Without one the
-        // similarity is only reported, so only the hits coverage keeps have their vectors read.
-        const bool gated = lq.min_similarity > -std::numeric_limits<double>::infinity();
         // The hit's similarity to the statement into s; false when the hit fails the gate or its vector is
         // missing. An overlay's new record (NaN here) is left to the caller's kernel.
         auto similar = [&](const LexicalHit& h, float& s) {
@@ -130,7 +149,8 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         };
         for (const LexicalHit& h : hits) {
             float s = std::numeric_limits<float>::quiet_NaN();
-            if (gated && !similar(h, s)) continue;
+            // Below the gate, a hit still passes if it holds most of the statement (and its vector is there).
+            if (gated && !similar(h, s) && !(h.score >= most_of && !std::isnan(s))) continue;
             // A record that holds most of what the statement says is a candidate whatever else it says (the
             // statement may tell a part of its fact); below that, the two must hold each other.
             if (mutual && h.score >= out.least[i] && h.score < kMostOf * weighed.best) {

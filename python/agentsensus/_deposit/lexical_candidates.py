@@ -39,18 +39,22 @@ word weighing as BM25 weighs it.
 
 ``lexical_min_similarity`` (off by default) gates the hits by vector as
 well: a hit less similar to the statement than the gate (capped at
-``min_similarity``) is no candidate. The engine drops committed hits below
-it before counting their coverage, and ``union`` the batch's new records.
-With a gate, prepare's vector search also reports the records at or above
-it that are not vector candidates (``near``), searching two deeper than
-``candidates``; when that search ended below the gate, they are all the
-records that can be hits, and the engine scores just them and the batch's
-new records that pass (``Engine.lexical(..., only=...)``, the same words in
-the same order as its search, so the same scores) instead of searching the
-scope; a statement with none of them and no vector candidate skips the call.
-The hits are then the best by BM25 among those the gate lets through; after
-a search of the scope they are those of its top ``lexical_candidates`` that
-pass, which may be fewer.
+``min_similarity``) is no candidate, unless it holds most of what the
+statement says (a score of at least ``MOST_OF`` of its best: the engine's
+``most_of``), because a witness's frame can move a true restatement's vector
+far from its record's while the words it shares stay. The engine drops
+committed hits that fail both before counting their coverage, and ``union``
+the batch's new records. With a gate, prepare's vector search also reports
+the records at or above it that are not vector candidates (``near``),
+searching two deeper than ``candidates``; when that search ended below the
+gate, they are all the records the vectors let through, and the engine
+scores just them and the batch's new records that pass
+(``Engine.lexical(..., only=...)``, the same words in the same order as its
+search, so the same scores), and searches the scope only for hits scoring
+at least ``most_of``, which prunes the search early. The hits are then the
+best by BM25 among those the gate lets through; after a search of the scope
+they are those of its top ``lexical_candidates`` that pass, which may be
+fewer.
 
 Within one batch the engine ranks against the store as the batch's earlier
 items leave it (their new records and changed texts: the overlay), so each
@@ -90,12 +94,15 @@ class LexicalCandidates:
         k: int = 0,
         floors: Optional[list[float]] = None,
         min_similarity: Optional[float] = None,
+        most_of: Optional[list[float]] = None,
     ) -> None:
         self._hits = hits  # per statement: (id, bm25, cosine), best first, none a vector candidate
         self._also = also  # per statement: the bm25 of its vector candidates
         self._k = k  # how many a statement's lexical search adds
         self._floors = floors if floors is not None else [0.0] * len(hits)  # per statement: the least bm25 of a hit
         self._min_sim = min_similarity  # a hit's least cosine (None: any); the planner caps it at min_similarity
+        # per statement: the BM25 score from which a hit holds most of it and passes the gate
+        self._most_of = most_of if most_of is not None else [math.inf] * len(hits)
 
     def union(self, i: int, cands: list[Cand], staged_sims: Optional[Any]) -> tuple[list[Cand], dict[int, float]]:
         """Statement i's vector candidates, then its lexical hits not among
@@ -113,7 +120,7 @@ class LexicalCandidates:
                 break  # best first: the rest are below the floor too
             if rid < 0:
                 cos = float(staged_sims[i, -rid - 1]) if staged_sims is not None else math.nan
-            if self._min_sim is not None and cos < self._min_sim:
+            if self._min_sim is not None and cos < self._min_sim and not bm25 >= self._most_of[i]:
                 continue  # the vectors call it unrelated: the next hit by BM25 may take its place
             out.append((cos, rid))
             lexical[rid] = bm25

@@ -339,7 +339,8 @@ class BatchPlanner:
             if staged_sims is not None:
                 staged = np.flatnonzero(staged_sims[i] >= planner.min_similarity).tolist()
             # With a gate a hit is a record the gate lets through: when the vector search found them all
-            # (prepare's near ones, complete, and the batch's new records), the engine scores only those;
+            # (prepare's near ones, complete, and the batch's new records), the engine scores only those, and
+            # searches the scope only for hits that hold most of the statement (they pass any gate);
             # None: it searches the scope.
             among: Optional[list[int]] = None
             if near is not None and gate is not None and near[3][base + i]:
@@ -349,8 +350,6 @@ class BatchPlanner:
                 among += ids
                 if staged_sims is not None:
                     among += [-(int(j) + 1) for j in np.flatnonzero(staged_sims[i] >= gate)]
-                if not among and not ids and not staged:
-                    continue  # nothing comes as close as the gate: no candidate of either kind, no search
             asked.append(i)
             only.append(among)
             if not staged:
@@ -377,20 +376,21 @@ class BatchPlanner:
         engine, floor = planner.engine, planner.lexical_floor
         least_sim = -math.inf if gate is None else gate
 
-        def ask() -> tuple[Any, list[float]]:
+        def ask() -> tuple[Any, tuple[list[float], list[float]]]:
             # One call, one snapshot: the engine weighs each text as weighed_queries does (floor 0: every word),
             # searches down to a share of floor squared (less cannot reach a mutual coverage of floor) and
             # leaves out the hits whose mutual coverage is below floor, as mutual_coverage weighs it, and the
-            # committed hits less similar than the gate (union applies it to the batch's new records).
+            # committed hits less similar than the gate that hold less than most of the text (union applies
+            # both to the batch's new records).
             # Without near records every text searches the scope: no per-text list to convert.
-            *answer, floors = engine.lexical(
+            *answer, floors, most_of = engine.lexical(
                 vecs, texts, k, overlay, vector, scope, shown, floor * floor, floor, least_sim, only if near else []
             )
-            return answer, floors
+            return answer, (floors, most_of)
 
         if len(planner._base) == 1:
             # A batch of one item: no later pass plans it again (Passes reuses its first plan).
-            answer, floors = ask()
+            answer, (floors, most_of) = ask()
         else:
             # A later pass replans an item on the same staged state: the same question, asked once per attempt.
             cache = planner.__dict__.setdefault("_lexical_cache", {})
@@ -404,8 +404,9 @@ class BatchPlanner:
             )
             if key not in cache:
                 cache[key] = ask()
-            answer, floors = cache[key]
+            answer, (floors, most_of) = cache[key]
         floor_of = [0.0] * n
+        most_of_score = [math.inf] * n
         offs, ids_, scores, sims, also, records = answer
         for rid, row in records.items():
             committed.setdefault(rid, row)
@@ -415,7 +416,8 @@ class BatchPlanner:
             hits[i] = list(zip(ids_[a:b], scores[a:b], sims[a:b]))
             also_of[i] = dict(zip(vector[q], also[q]))
             floor_of[i] = floors[q]
-        return LexicalCandidates(hits, also_of, k, floor_of, gate)
+            most_of_score[i] = most_of[q]
+        return LexicalCandidates(hits, also_of, k, floor_of, gate, most_of_score)
 
     def finish(
         self,
