@@ -176,13 +176,18 @@ def _table(out: str) -> list[list[str]]:
     ids=["small-owners", "equal-recall", "llm-cost"],
 )
 def test_compare_limits_modes_tiny(data: Path, tmp_path: Path, mode: list[str]) -> None:
-    rows = _table(run([str(BENCH / "compare.py"), *mode], data, tmp_path).stdout)
+    done = run([str(BENCH / "compare.py"), *mode], data, tmp_path)
+    rows = _table(done.stdout)
     if mode[1] == "small-owners":
         # the script itself checks the engine's hits against the scan's
         assert [r[1] for r in rows] == ["0.1%", "1%", "10%", "1 record"] and all(r[0] == "1,000" for r in rows)
     elif mode[1] == "equal-recall":
         engine = {r[0]: r[2] for r in rows if r[0].startswith("agentsensus")}
-        assert "usearch" in {r[0] for r in rows} and "agentsensus 100%" in engine
+        names = {r[0] for r in rows}
+        assert "usearch at the engine's width" in names and "agentsensus 100%" in engine
+        # A usearch graph built by several threads differs from build to build, and on 1,000 records one
+        # may leave a true neighbour unreachable at any width: then the sweep says so instead of a row.
+        assert "usearch" in names or "usearch: recall@5 0.99 not reached by width 1024" in done.stderr
         assert set(engine.values()) == {"1.000"}  # owners of 1,000 records are scanned: exact
     else:
         # the fake endpoint's verdicts merge every restatement: one record per fact
