@@ -129,7 +129,9 @@ class Store:
     ``lexical_floor=0`` keeps every hit, every word weighing as BM25 weighs it.
     ``lexical_min_similarity`` (default None: off) leaves out a lexical hit
     whose similarity to the statement is below it (at most ``min_similarity``
-    in effect); the store does not pick one, as the right value depends on
+    in effect), unless the hit holds most of what the statement says (a BM25
+    score of at least half the statement's best); the store does not pick
+    one, as the right value depends on
     the embedder and on how far a witness's frame moves a restatement
     (docs/reference/store.md, "Hybrid candidates").
     These are settings of the open, like ``candidates``, not kept in the store;
