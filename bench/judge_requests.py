@@ -30,7 +30,8 @@ over the same mode's item by item. Vectors come from the hash embedder (no
 model) unless ``--embedder minilm``: its similarity counts shared words and
 bigrams, so the vector path behaves more lexically than a real model's would.
 ``--lexical-min-similarity S`` asks every lexical hit for a cosine of at
-least S as well (``Store(lexical_min_similarity=...)``; off by default).
+least S as well, unless it holds most of the statement
+(``Store(lexical_min_similarity=...)``; off by default).
 
     python bench/judge_requests.py                 # 250 facts, batches of 500
     python bench/judge_requests.py --facts 60 --batch 50 --repeats 1
