@@ -76,6 +76,8 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
             for (const auto& [word, tf] : said.tf) words.push_back(word);
             if (gated) weighed.best = lexical_->weigh(t.get(), corpus, said, 0).best;  // the best only, for most_of
         }
+        // Infinite only when no word of the statement weighs (best 0), and then no record scores above 0:
+        // there is no hit for it to exempt.
         if (weighed.best > 0) out.most_of[i] = kMostOf * weighed.best;
         const double most_of = out.most_of[i];
         // A record's words, read once for scoring and coverage: the overlay's text for its ids; null for a
@@ -153,7 +155,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
             if (gated && !similar(h, s) && !(h.score >= most_of && !std::isnan(s))) continue;
             // A record that holds most of what the statement says is a candidate whatever else it says (the
             // statement may tell a part of its fact); below that, the two must hold each other.
-            if (mutual && h.score >= out.least[i] && h.score < kMostOf * weighed.best) {
+            if (mutual && h.score >= out.least[i] && h.score < most_of) {
                 const std::shared_ptr<const LexicalDoc> held = words_of(h.id);
                 if (!held) throw Corrupt("the lexical index names a missing record");
                 const double share = weighed.best > 0 ? h.score / weighed.best : 0;
