@@ -33,10 +33,19 @@ bigrams, so the vector path behaves more lexically than a real model's would.
 least S as well, unless it holds most of the statement
 (``Store(lexical_min_similarity=...)``; off by default).
 
+``--equal-records`` compares at equal quality too: vector-only at the
+store's ``min_similarity`` keeps a record for every restatement its vectors
+miss, so it does less work than hybrid for a worse result. The flag lowers
+vector-only's ``min_similarity`` from 0.70 in steps of 0.05 (down to 0.30)
+until its records are within 1% of the facts, prints each step, and times
+that setting as one more mode (``vector@S``) beside the other two; when no
+step gets there it says so and adds no mode.
+
     python bench/judge_requests.py                 # 250 facts, batches of 500
     python bench/judge_requests.py --facts 60 --batch 50 --repeats 1
     python bench/judge_requests.py --embedder minilm   # with the minilm extra
     python bench/judge_requests.py --embedder minilm --lexical-min-similarity 0.55
+    python bench/judge_requests.py --embedder minilm --equal-records
 """
 
 from __future__ import annotations
@@ -277,6 +286,30 @@ def run(stream: list[tuple[str, str, int]], vecs: np.ndarray, lexical: int, batc
     return Run(oracle.requests, oracle.shown, oracle.calls, records, cpu, wall)
 
 
+# vector-only's min_similarity steps for --equal-records: below the store's
+# default 0.75, down to where a candidate shares little more than its words
+EQUAL_STEPS = (0.70, 0.65, 0.60, 0.55, 0.50, 0.45, 0.40, 0.35, 0.30)
+
+
+def equal_records_similarity(
+    stream: list[tuple[str, str, int]], vecs: np.ndarray, facts: int, opts: dict[str, Any]
+) -> Optional[float]:
+    """The highest of EQUAL_STEPS at which vector-only candidates keep records
+    within 1% of the facts, each step printed; None when none does."""
+    for ms in EQUAL_STEPS:
+        r = run(stream, vecs, 0, 0, **{**opts, "min_similarity": ms})
+        print(
+            f"vector-only at min_similarity {ms:.2f}: records/facts {r.records / facts:.3f}, "
+            f"req/restated {r.requests / facts:.2f}"
+        )
+        if r.records <= facts * 1.01:
+            return ms
+    print(
+        f"vector-only keeps more than 1% more records than facts at every min_similarity down to {EQUAL_STEPS[-1]:.2f}"
+    )
+    return None
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--facts", type=int, default=250)
@@ -294,6 +327,11 @@ def main() -> None:
     p.add_argument(
         "--embedder", default="hash", help="hash (default, no model) or minilm (the minilm extra: a real model)"
     )
+    p.add_argument(
+        "--equal-records",
+        action="store_true",
+        help="also time vector-only at the highest min_similarity keeping records within 1%% of facts",
+    )
     a = p.parse_args()
     if a.facts < 1 or a.batch < 1 or a.repeats < 1:
         p.error("--facts, --batch and --repeats must be at least 1")
@@ -305,28 +343,32 @@ def main() -> None:
         print(f"  fact {f:4d}  {agent:8s} {text}")
     embed = from_name(a.embedder)
     vecs = np.asarray(embed([t for _, t, _ in stream]), dtype=np.float32)
-    modes = {"hybrid": 8, "vector": 0}
-    single: dict[str, list[Run]] = {m: [] for m in modes}
-    for _ in range(a.repeats):  # interleaved, so a busy moment hits both modes
-        for m, k in modes.items():
-            single[m].append(run(stream, vecs, k, 0, **opts))
-    many = {m: run(stream, vecs, k, a.batch, **opts) for m, k in modes.items()}
-    restated = a.facts
-    rate = {m: len(stream) / statistics.median(r.cpu for r in single[m]) for m in modes}
-    wall = {m: len(stream) / statistics.median(r.wall for r in single[m]) for m in modes}
-    print(f"stream: {a.facts} facts told twice ({len(stream)} statements, {restated} restatements), seed {a.seed}")
+    print(f"stream: {a.facts} facts told twice ({len(stream)} statements, {a.facts} restatements), seed {a.seed}")
     print(
         f"embedder: {a.embedder} ({vecs.shape[1]}-d); judge: counting oracle; sync=False; batch {a.batch}; options {opts or 'default'}"
     )
+    # mode -> (lexical_candidates, store options)
+    modes: dict[str, tuple[int, dict[str, Any]]] = {"hybrid": (8, opts), "vector": (0, opts)}
+    equal = equal_records_similarity(stream, vecs, a.facts, opts) if a.equal_records else None
+    if equal is not None:
+        modes[f"vector@{equal:.2f}"] = (0, {**opts, "min_similarity": equal})
+    single: dict[str, list[Run]] = {m: [] for m in modes}
+    for _ in range(a.repeats):  # interleaved, so a busy moment hits every mode
+        for m, (k, o) in modes.items():
+            single[m].append(run(stream, vecs, k, 0, **o))
+    many = {m: run(stream, vecs, k, a.batch, **o) for m, (k, o) in modes.items()}
+    restated = a.facts
+    rate = {m: len(stream) / statistics.median(r.cpu for r in single[m]) for m in modes}
+    wall = {m: len(stream) / statistics.median(r.wall for r in single[m]) for m in modes}
     print()
-    head = f"{'mode':8s} {'requests':>8s} {'req/restated':>12s} {'cands/req':>9s} {'records/facts':>13s}"
+    head = f"{'mode':12s} {'requests':>8s} {'req/restated':>12s} {'cands/req':>9s} {'records/facts':>13s}"
     head += f" {'stmt/s cpu':>10s} {'stmt/s wall':>11s}"
     head += f" | {'many req':>8s} {'many/single req':>15s} {'many/single cands':>17s} {'many calls':>10s}"
     head += f" {'many records':>12s}"
     print(head)
     for m in modes:
         r, b = single[m][0], many[m]
-        line = f"{m:8s} {r.requests:8d} {r.requests / restated:12.2f} {r.shown / max(r.requests, 1):9.2f}"
+        line = f"{m:12s} {r.requests:8d} {r.requests / restated:12.2f} {r.shown / max(r.requests, 1):9.2f}"
         line += f" {r.records / a.facts:13.3f} {rate[m]:10.0f} {wall[m]:11.0f}"
         line += f" | {b.requests:8d} {b.requests / max(r.requests, 1):15.3f} {b.shown / max(r.shown, 1):17.3f}"
         line += f" {b.calls:10d} {b.records / a.facts:12.3f}"
@@ -334,6 +376,10 @@ def main() -> None:
     print()
     print(f"hybrid / vector-only throughput: {rate['hybrid'] / rate['vector']:.2f} (cpu), "
           f"{wall['hybrid'] / wall['vector']:.2f} (wall)")  # fmt: skip
+    if equal is not None:
+        m = f"vector@{equal:.2f}"
+        print(f"hybrid / vector-only at equal records (min_similarity {equal:.2f}): "
+              f"{rate['hybrid'] / rate[m]:.2f} (cpu), {wall['hybrid'] / wall[m]:.2f} (wall)")  # fmt: skip
     sys.stdout.flush()
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -200,3 +201,16 @@ def test_glue_batches_tiny(data: Path, tmp_path: Path) -> None:
     assert [r[0] for r in rows] == ["5", "20"], out.stdout
     for r in rows:
         assert float(r[1].replace(",", "")) > 0 and float(r[2].replace(",", "")) > 0 and r[3].endswith("x")
+
+
+def test_judge_requests_tiny_equal_records(data: Path, tmp_path: Path) -> None:
+    args = ["--facts", "40", "--batch", "30", "--repeats", "1", "--equal-records"]
+    out = run([str(BENCH / "judge_requests.py"), *args], data, tmp_path).stdout
+    steps = re.findall(r"^vector-only at min_similarity (\d\.\d\d): records/facts (\d\.\d+)", out, re.M)
+    assert steps, out
+    # the sweep stops at the first step within 1% of the facts, and times that one
+    assert all(float(r) > 1.01 for _, r in steps[:-1]) and float(steps[-1][1]) <= 1.01, out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if re.match(r"(hybrid|vector)\S* +\d+ ", line)}
+    assert list(rows) == ["hybrid", "vector", f"vector@{steps[-1][0]}"], out
+    assert float(rows[f"vector@{steps[-1][0]}"][4]) <= 1.01, out  # the timed mode is the setting found
+    assert re.search(rf"equal records \(min_similarity {steps[-1][0]}\): \d+\.\d\d \(cpu\)", out), out
