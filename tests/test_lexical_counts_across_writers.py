@@ -2,15 +2,21 @@
 (cpp/src/lexical/posting_counts.hpp) are always the snapshot's: after this
 handle's own deposits, forgets and updates, and after another process's
 writes in between, every word's count of records equals the count of the
-live texts that hold it, and the deposit path's candidates follow."""
+live texts that hold it, and the deposit path's candidates follow. Counts
+carried across this handle's own commits are moved by what each commit
+added and removed, also when a batch moves one word several times and when
+a write is retried after the map grew."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 from typing import Any
 
+import pytest
 from agentsensus import Store, judges
 from helpers import DIM, unit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 WORDS = ["alpha", "beta", "gamma", "delta", "omega"]
 PROBE = " ".join(WORDS)
@@ -104,3 +110,56 @@ def test_remembered_counts_follow_own_and_other_writers(tmp_path):
             if proc.is_alive():
                 proc.kill()
         assert proc.exitcode == 0
+
+
+VOCAB = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
+# one operation: ("deposit", [word indexes of each statement]), ("forget", which), ("update", which, words)
+ops = st.one_of(
+    st.tuples(
+        st.just("deposit"), st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=4), min_size=1, max_size=6)
+    ),
+    st.tuples(st.just("forget"), st.integers(0, 50)),
+    st.tuples(st.just("update"), st.integers(0, 50), st.lists(st.integers(0, 5), min_size=1, max_size=4)),
+)
+
+
+@pytest.mark.slow  # a store per example
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(ops, min_size=1, max_size=8))
+def test_counts_move_with_batches_updates_and_a_growing_map(tmp_path_factory, steps):
+    # The smallest map: early writes fill it, so write transactions are
+    # retried after the map grows, and the moves of an attempt that did not
+    # commit must not count. A batch's statements share words: one commit
+    # moves a word's count by several.
+    path = str(tmp_path_factory.mktemp("s") / "s")
+    live: dict[int, str] = {}
+    made = 0
+    with Store(path, dim=DIM, judge=judges.never, sync=False, map_size=1 << 16) as s:
+        for op in steps:
+            if op[0] == "deposit":
+                items = []
+                for words in op[1]:
+                    made += 1
+                    items.append(("me", [" ".join(VOCAB[w] for w in words) + f" t{made}"], unit(made)[None]))
+                for (_, (text,), _), res in zip(items, s.deposit_many(items)):
+                    (rid,) = res.ids
+                    live[rid] = text
+            elif live and op[0] == "forget":
+                rid = sorted(live)[op[1] % len(live)]
+                s.forget("me", rid)
+                del live[rid]
+            elif live:
+                made += 1
+                rid = sorted(live)[op[1] % len(live)]
+                text = " ".join(VOCAB[w] for w in op[2]) + f" t{made}"
+                new = s.update(rid, text, owner="me", vector=unit(made))
+                del live[rid]
+                live[new] = text
+            docs, counts = _counts_of(s, VOCAB)
+            assert docs == float(len(live))
+            assert counts == {w: float(sum(w in t.split() for t in live.values())) for w in VOCAB}
+
+
+def _counts_of(s: Store, words: list[str]) -> tuple[float, dict[str, float]]:
+    docs, _, (got,) = s._engine.lexical_word_counts([" ".join(words)], [], "")
+    return docs, {w.decode(): df for w, _, df in got}

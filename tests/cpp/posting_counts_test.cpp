@@ -1,6 +1,7 @@
 // PostingCounts (cpp/src/lexical/posting_counts.hpp): a count is served at a
 // snapshot only if it was read there, or read earlier with nothing but this
-// handle's own commits in between, none of which changed its key.
+// handle's own commits in between, moved by exactly what they added and
+// removed.
 #include "lexical/posting_counts.hpp"
 
 #include <string>
@@ -17,15 +18,31 @@ TEST(a_count_is_served_at_the_snapshot_it_was_read_at) {
     CHECK(!c.find(5, "beta"));
 }
 
-TEST(own_commits_carry_the_counts_they_did_not_change) {
+TEST(own_commits_carry_the_counts_moved_by_what_they_changed) {
     PostingCounts c;
     c.remember(5, "alpha", 3);
     c.remember(5, "beta", 1);
-    c.changing(6, "beta");  // write transaction 6 adds a posting of beta
+    c.remember(5, "gamma", 2);
+    c.began(6);
+    c.moved(6, "beta", 1);  // write transaction 6 adds two postings of beta
+    c.moved(6, "beta", 1);
+    c.moved(6, "gamma", -1);  // and removes one of gamma
+    c.moved(6, "delta", 1);   // a word whose count nobody read
     c.committed(6);
     c.committed(7);  // a commit that changed no postings
     CHECK_EQ(c.find(7, "alpha").value_or(0), size_t{3});
-    CHECK(!c.find(7, "beta"));
+    CHECK_EQ(c.find(7, "beta").value_or(0), size_t{3});
+    CHECK_EQ(c.find(7, "gamma").value_or(0), size_t{1});
+    CHECK(!c.find(7, "delta"));
+}
+
+TEST(a_move_below_zero_drops_the_count) {
+    PostingCounts c;
+    c.remember(5, "alpha", 1);
+    c.began(6);
+    c.moved(6, "alpha", -2);  // not the count the commit changed
+    c.committed(6);
+    CHECK(!c.find(6, "alpha"));
 }
 
 TEST(another_commit_in_between_empties_them) {
@@ -47,15 +64,32 @@ TEST(an_older_snapshot_is_not_served_and_does_not_move_them) {
     CHECK_EQ(c.find(9, "alpha").value_or(0), size_t{2});
 }
 
-TEST(a_transaction_that_did_not_commit_leaves_its_keys_for_the_next_of_its_id) {
+TEST(an_attempt_that_did_not_commit_drops_the_keys_it_moved) {
     PostingCounts c;
     c.remember(5, "alpha", 3);
     c.remember(5, "beta", 1);
-    c.changing(6, "alpha");  // aborted: never committed
-    c.changing(6, "beta");   // the retry, same id
+    c.remember(5, "gamma", 4);
+    c.began(6);
+    c.moved(6, "alpha", 1);  // aborted: never committed
+    c.moved(6, "beta", 1);
+    c.began(6);  // the retry, same id: its moves are not added to the first's
+    c.moved(6, "beta", 1);
+    c.moved(6, "gamma", 1);
     c.committed(6);
     CHECK(!c.find(6, "alpha"));
     CHECK(!c.find(6, "beta"));
+    CHECK_EQ(c.find(6, "gamma").value_or(0), size_t{5});
+}
+
+TEST(notes_of_an_id_that_never_committed_are_not_the_next_ids) {
+    PostingCounts c;
+    c.remember(5, "alpha", 3);
+    c.began(6);
+    c.moved(6, "alpha", 1);
+    c.began(7);  // 6 committed unseen: its notes are not 7's, and a reader empties the counts
+    c.moved(7, "beta", 1);
+    c.committed(7);
+    CHECK(!c.find(7, "alpha"));
 }
 
 TEST(a_commit_a_reader_got_ahead_of_is_not_applied_later) {
@@ -63,7 +97,8 @@ TEST(a_commit_a_reader_got_ahead_of_is_not_applied_later) {
     c.remember(5, "alpha", 3);
     CHECK(!c.find(6, "alpha"));  // 6 not yet known as this handle's: emptied
     c.remember(6, "alpha", 4);
-    c.changing(6, "alpha");
+    c.began(6);
+    c.moved(6, "alpha", 1);
     c.committed(6);  // arrives late: the counts at 6 were read after it
     CHECK_EQ(c.find(6, "alpha").value_or(0), size_t{4});
 }

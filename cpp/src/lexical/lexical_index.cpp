@@ -324,8 +324,10 @@ void LexicalIndex::put_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const
     const uint64_t writing = mdb_txn_id(txn);
     for (const auto& [w, tf] : d.tf) {
         auto p = encode_posting(Posting{id, tf, d.length});
-        counts_.changing(writing, counted_key(scope, w));
-        put(txn, postings_, val(posting_key(scope, w)), val(p.data(), p.size()));
+        // NODUPDATA: the same posting again adds nothing, and says so, so the
+        // count's move is exact.
+        const bool added = put(txn, postings_, val(posting_key(scope, w)), val(p.data(), p.size()), MDB_NODUPDATA);
+        counts_.moved(writing, counted_key(scope, w), added ? 1 : 0);
     }
 }
 
@@ -337,12 +339,12 @@ void LexicalIndex::drop_postings(MDB_txn* txn, uint32_t scope, uint64_t id, cons
     for (const auto& [w, tf] : d.tf) {
         auto probe = encode_posting(Posting{id, 0, 0});
         const std::string key = posting_key(scope, w);
-        counts_.changing(writing, counted_key(scope, w));
         MDB_val k = val(key), v = val(probe.data(), probe.size());
         if (!c.op(k, v, MDB_GET_BOTH_RANGE)) continue;
         if (v.mv_size != kPosting || read_be64(v.mv_data) != id) continue;
         int rc = mdb_cursor_del(c.get(), 0);
         if (rc) throw_lmdb(rc, "mdb_cursor_del");
+        counts_.moved(writing, counted_key(scope, w), -1);
     }
 }
 

@@ -207,8 +207,10 @@ public:
     double coverage(MDB_txn* txn, const LexicalCorpus& corpus, const LexicalDoc& statement, const LexicalDoc& record,
                     double share, std::unordered_map<std::string, double>& held, double need = 0) const;
 
-    // This handle committed write transaction txn (Env::on_commit): what it
-    // changed is no longer counted as before.
+    // A write transaction attempt of this handle begins (Env::on_begin).
+    void began(uint64_t txn) { counts_.began(txn); }
+    // This handle committed write transaction txn (Env::on_commit): the
+    // word counts it changed move by what it added and removed.
     void committed(uint64_t txn) { counts_.committed(txn); }
 
     // I18: the postings are exactly the words of the live records' texts,

@@ -15,6 +15,15 @@ bool PostingCounts::advance(uint64_t at) {
             carried = false;
             break;
         }
+        for (const auto& [k, delta] : c->second.moved) {
+            auto it = counts_.find(k);
+            if (it == counts_.end()) continue;
+            // A count below what the commit removed was not the one it changed: drop it.
+            if (delta < 0 && it->second < static_cast<size_t>(-delta))
+                counts_.erase(it);
+            else
+                it->second = static_cast<size_t>(static_cast<long>(it->second) + delta);
+        }
         for (const std::string& k : c->second.keys) counts_.erase(k);
     }
     if (!carried) counts_.clear();
@@ -38,21 +47,38 @@ void PostingCounts::remember(uint64_t at, const std::string& key, size_t count) 
     counts_[key] = count;
 }
 
-void PostingCounts::changing(uint64_t txn, const std::string& key) {
-    std::lock_guard<std::mutex> g(mu_);
-    // A new transaction id starts a new list; the same id again (a write
-    // retried after the map grew) adds to it, which can only drop more.
+PostingCounts::Change& PostingCounts::pending(uint64_t txn) {
+    // A new transaction id starts new notes; the same id adds to its
+    // attempt's (began() separates two attempts of one id: every write
+    // transaction runs through Env::write, which calls it).
     if (writing_ != txn) {
         writing_ = txn;
         pending_ = Change();
     }
-    if (pending_.all) return;
-    if (pending_.keys.size() >= kMaxKeys) {
-        pending_.keys.clear();
-        pending_.all = true;
+    if (!pending_.all && pending_.noted() >= kMaxKeys) pending_ = Change{{}, {}, true};
+    return pending_;
+}
+
+void PostingCounts::began(uint64_t txn) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (writing_ != txn) {
+        // Notes of another id: a transaction that never committed, or one
+        // committed unseen (a reader then finds its id missing and empties
+        // the counts). Neither is this one's.
+        writing_ = txn;
+        pending_ = Change();
         return;
     }
-    pending_.keys.push_back(key);
+    // An earlier attempt of this id did not commit: what it moved did not
+    // happen, yet dropping those keys is always safe.
+    for (auto& [k, delta] : pending_.moved) pending_.keys.push_back(k);
+    pending_.moved.clear();
+}
+
+void PostingCounts::moved(uint64_t txn, const std::string& key, long delta) {
+    std::lock_guard<std::mutex> g(mu_);
+    Change& c = pending(txn);
+    if (!c.all) c.moved[key] += delta;
 }
 
 void PostingCounts::changing_all(uint64_t txn) {

@@ -5,12 +5,16 @@
 //
 // Invariant: a count is served for snapshot S (a read transaction's LMDB
 // txn id) only if it was read at S, or read at an earlier snapshot that
-// only this handle's own commits separate from S and none of them changed
-// that key. Each commit's changed keys are noted while its write
-// transaction runs (changing) and handed over when it commits (committed);
-// any other commit in between (another process's, or one this handle did
-// not see) empties the counts. A write transaction's view is uncommitted, so
-// only read transactions may consult them. Thread-safe.
+// only this handle's own commits separate from S, each of which either did
+// not touch that key or noted exactly how many of its postings it added
+// less removed (the count served is the one read, moved by those). A
+// commit's notes are kept while its write transaction runs and handed over
+// when it commits (committed); a key that an earlier attempt of the same
+// transaction id moved (one that never committed) is dropped, not moved; a
+// rebuild drops every key; any other commit in between (another process's,
+// or one this handle did not see) empties the counts. A write
+// transaction's view is uncommitted, so only read transactions may consult
+// them. Thread-safe.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -30,17 +34,28 @@ public:
     // Remembers key's count, read at snapshot `at`.
     void remember(uint64_t at, const std::string& key, size_t count);
 
-    // Write transaction `txn` changes key's postings (all: every key's).
-    void changing(uint64_t txn, const std::string& key);
+    // A write transaction of id txn begins. Notes of an earlier attempt of
+    // that id never committed: they are kept as drops only (an attempt that
+    // is retried notes its changes again).
+    void began(uint64_t txn);
+    // Write transaction txn added (delta > 0) or removed (delta < 0) exactly
+    // that many of key's postings (0: it found nothing to change).
+    void moved(uint64_t txn, const std::string& key, long delta);
+    // Write transaction txn changes every key's postings (a rebuild): the
+    // counts drop them all.
     void changing_all(uint64_t txn);
     // This handle committed write transaction txn.
     void committed(uint64_t txn);
 
 private:
     struct Change {
-        std::vector<std::string> keys;
+        std::unordered_map<std::string, long> moved;  // key -> postings added less removed
+        std::vector<std::string> keys;                // dropped, whatever moved says
         bool all = false;
+        size_t noted() const { return moved.size() + keys.size(); }
     };
+    // With mu_ held: pending_ as the notes of write transaction txn.
+    Change& pending(uint64_t txn);
     // Bounds: counts kept, a transaction's keys listed (beyond: all), and
     // commits awaiting a reader.
     static constexpr size_t kMaxCounts = size_t{1} << 18, kMaxKeys = size_t{1} << 16, kMaxCommits = 64;

@@ -205,6 +205,7 @@ void Env::write(const std::function<void(MDB_txn*)>& fn) {
         }
         if (rc) throw_lmdb(rc, "mdb_txn_begin(write)");
         try {
+            if (on_begin_) on_begin_(mdb_txn_id(txn));
             fn(txn);
         } catch (const MapFull&) {
             mdb_txn_abort(txn);

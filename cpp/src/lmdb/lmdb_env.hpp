@@ -100,6 +100,9 @@ public:
     // fn(id) after each write transaction this handle commits, with its
     // LMDB txn id, on the committing thread (set once, at open).
     void on_commit(std::function<void(uint64_t)> fn) { on_commit_ = std::move(fn); }
+    // fn(id) as each write transaction attempt begins, before its work (an
+    // attempt retried after the map grew begins again with the same id).
+    void on_begin(std::function<void(uint64_t)> fn) { on_begin_ = std::move(fn); }
 
     // Picks up a map size another process grew to.
     void adopt_resize();
@@ -146,7 +149,7 @@ private:
     MDB_env* env_ = nullptr;
     bool readonly_ = false;
     std::shared_mutex resize_mu_;
-    std::function<void(uint64_t)> on_commit_;
+    std::function<void(uint64_t)> on_commit_, on_begin_;
     static constexpr size_t kIdleReaders = 16;
     std::mutex idle_mu_;
     std::vector<MDB_txn*> idle_;  // reset read handles; aborted before the environment closes

@@ -89,6 +89,7 @@ StoreImpl::StoreImpl(const std::string& dir, const StoreOptions& o)
     lexical_ = std::make_unique<LexicalIndex>(*env_, db_.meta, db_.records, o.readonly,
                                               [this](MDB_txn* txn, uint64_t id) { return record_scope(txn, id); });
     // The lexical index remembers word counts across this handle's commits.
+    env_->on_begin([this](uint64_t txn) { lexical_->began(txn); });
     env_->on_commit([this](uint64_t txn) { lexical_->committed(txn); });
     init_or_check(o);
     index_ = std::make_unique<VectorIndex>(dim_, metric_, o.index);
