@@ -554,20 +554,34 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
 LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp, const LexicalDoc& text, double floor,
                                           std::unordered_map<std::string, double>* held_by) const {
     // Every operation in weighed_queries' order, so the floors are the same doubles.
-    const auto words = word_counts(txn, cp, text);
+    struct Counted {
+        const std::string* word;
+        uint32_t tf;
+        size_t stored;  // postings in the table
+        double df;      // the corpus's records holding it, as word_counts counts them
+    };
+    std::vector<Counted> words;
+    {
+        Cursor at(txn, postings_);
+        for (const auto& [word, tf] : text.tf) {
+            const size_t stored = cp.built ? stored_postings(at, cp, word) : 0;
+            words.push_back(Counted{&word, tf, stored, cp.records_holding(word, stored)});
+        }
+    }
     if (held_by)
-        for (const auto& [word, tf, df] : words) held_by->emplace(word, df);
+        for (const Counted& w : words) held_by->emplace(*w.word, w.df);
     double length = 0;
-    for (const auto& w : words) length += std::get<1>(w);
+    for (const Counted& w : words) length += w.tf;
     Weighed out;
     double best = 0;
-    for (const auto& [word, tf, df] : words) {
-        if (df > 1 && df > cp.docs / 2) continue;  // more than half of the scope's records hold it: no weight
-        const double held = std::max(df, 1.0);     // a word no record holds: as the one that would hold it
+    for (const Counted& w : words) {
+        if (w.df > 1 && w.df > cp.docs / 2) continue;  // more than half of the scope's records hold it: no weight
+        const double held = std::max(w.df, 1.0);       // a word no record holds: as the one that would hold it
         const double idf = idf_of(cp.docs, held);
-        const double t = tf;
+        const double t = w.tf;
         best += idf * t * (kK1 + 1) / (t + kK1 * (1 - kB + kB * length / cp.avgdl));
-        out.words.push_back(word);
+        out.words.push_back(*w.word);
+        out.stored.push_back(w.stored);
     }
     out.least = floor * best;
     out.best = best;
@@ -599,7 +613,8 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
                                              const std::vector<std::string>& words, size_t k,
                                              const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                              const std::function<bool(uint64_t)>* keep,
-                                             const std::vector<int64_t>* exclude, double least) const {
+                                             const std::vector<int64_t>* exclude, double least,
+                                             const std::vector<size_t>* stored) const {
     also_scores.assign(also.size(), 0.f);
     if (!cp.built || cp.docs <= 0) return {};
     struct Term {
@@ -618,12 +633,16 @@ std::vector<LexicalHit> LexicalIndex::search(MDB_txn* txn, const LexicalCorpus& 
     Cursor shared(txn, postings_);
     {
         std::unique_ptr<Cursor> spare;
-        for (const std::string& word : words) {
+        for (size_t w = 0; w < words.size(); ++w) {
             Term t;
-            t.word = word;
-            if (!spare) spare = std::make_unique<Cursor>(txn, postings_);
-            t.stored = stored_postings(*spare, cp, t.word, &t.key, &t.placed);
-            if (t.placed) t.at = std::move(spare);
+            t.word = words[w];
+            if (stored && cp.stored) {
+                t.stored = (*stored)[w];  // read through the shared cursor, as a remembered count is
+            } else {
+                if (!spare) spare = std::make_unique<Cursor>(txn, postings_);
+                t.stored = stored_postings(*spare, cp, t.word, &t.key, &t.placed);
+                if (t.placed) t.at = std::move(spare);
+            }
             const double df = cp.records_holding(t.word, t.stored);
             if (df <= 0) continue;
             if (t.key.empty()) t.key = posting_key(cp.scope, t.word);

@@ -153,10 +153,13 @@ public:
     // given): ids that are never hits, so the k are of the others.
     // least (> 0): hits scoring below it are not wanted; the search may leave
     // such hits out (and then reads less), never one that reaches it.
+    // stored (if given): each word's postings in the table on txn's snapshot,
+    // as weigh counted them, so they are not counted again.
     std::vector<LexicalHit> search(MDB_txn* txn, const LexicalCorpus& corpus, const std::vector<std::string>& words,
                                    size_t k, const std::vector<int64_t>& also, std::vector<float>& also_scores,
                                    const std::function<bool(uint64_t)>* keep = nullptr,
-                                   const std::vector<int64_t>* exclude = nullptr, double least = 0) const;
+                                   const std::vector<int64_t>* exclude = nullptr, double least = 0,
+                                   const std::vector<size_t>* stored = nullptr) const;
 
     // The same scores for the given records only, each read from its words
     // (docs: id -> words, the overlay's for its ids) instead of searched for:
@@ -186,6 +189,7 @@ public:
     // one), the least score a hit needs.
     struct Weighed {
         std::vector<std::string> words;  // the kept words, each once, sorted
+        std::vector<size_t> stored;      // each kept word's postings in the table, for search
         double least = 0;
         double best = 0;  // the text's best possible score
     };

@@ -65,6 +65,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         // The statement's words, read once for weighing, the search and coverage.
         const LexicalDoc said = lexical_doc(lq.text);
         std::vector<std::string> words;
+        const std::vector<size_t>* stored = nullptr;
         // A gate (min_similarity) makes the similarity a test, the cheaper one: it goes first. Without one the
         // similarity is only reported, so only the hits coverage keeps have their vectors read.
         const bool gated = lq.min_similarity > -std::numeric_limits<double>::infinity();
@@ -72,6 +73,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
             weighed = lexical_->weigh(t.get(), corpus, said, lq.floor, lq.mutual > 0 ? &held_by : nullptr);
             words = std::move(weighed.words);
             out.least[i] = weighed.least;
+            stored = &weighed.stored;  // the words' counts on this snapshot: the search need not count them again
         } else {
             for (const auto& [word, tf] : said.tf) words.push_back(word);
             if (gated) weighed.best = lexical_->weigh(t.get(), corpus, said, 0).best;  // the best only, for most_of
@@ -128,14 +130,14 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
                 std::vector<float> unused;
                 std::vector<LexicalHit> most =
                     lexical_->search(t.get(), corpus, words, k, {}, unused, sv.filtered ? &keep : nullptr, &skip,
-                                     std::max(out.least[i], most_of));
+                                     std::max(out.least[i], most_of), stored);
                 for (const LexicalHit& h : most)
                     if (h.score >= most_of) hits.push_back(h);  // the search may return some below its least
                 hits = ranked_hits(std::move(hits), k);
             }
         } else {
             hits = lexical_->search(t.get(), corpus, words, k, lq.also, out.also[i], sv.filtered ? &keep : nullptr,
-                                    &lq.exclude, out.least[i]);
+                                    &lq.exclude, out.least[i], stored);
         }
         // Mutual coverage: a record that shares a part of the statement but
         // says a fact of its own besides is no candidate.
