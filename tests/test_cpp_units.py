@@ -1,9 +1,9 @@
 """The engine's C++ unit tests (tests/cpp: the heads codec, the frontier walk
 on crafted graphs, the page checks, the crowded-store verdict, the int8
-kernels, the lexical index's remembered word counts, the idle read handles,
-and the commit's conflicts on a real store), configured, built and
-run with cmake and ctest in a temporary build directory; any failing case
-fails this test.
+kernels, the lexical index's remembered word counts and per-call word
+table, the idle read handles, and the commit's conflicts on a real store),
+configured, built and run with cmake and ctest in a temporary build
+directory; any failing case fails this test.
 
 The build fetches the usearch and lmdb sdists as the wheel build does
 (cmake/PyPISdist.cmake); the copies a `pip install .` left in build/*/_sdists

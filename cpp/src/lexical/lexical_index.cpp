@@ -503,8 +503,7 @@ std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts
 }
 
 double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const LexicalDoc& statement,
-                              const LexicalDoc& record, double share, std::unordered_map<std::string, double>& held_by,
-                              double need) const {
+                              const LexicalDoc& record, double share, WordTable& held_by, double need) const {
     share = std::min(share, 1.0);
     if (share <= 0) return 0;
     auto weight = [&](double df) {
@@ -526,12 +525,12 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
         return said != statement.tf.end() && said->first == word ? said->second : 0;
     };
     for (const auto& [word, tf] : record.tf) {
-        auto known = held_by.find(word);
-        if (known == held_by.end()) {
+        const double* known = held_by.find(word);
+        if (!known) {
             unknown.emplace_back(&word, tf);
             continue;
         }
-        const double idf = weight(known->second);
+        const double idf = weight(*known);
         if (idf <= 0) continue;
         own += term_weight(idf, tf, record.length, cp.avgdl);
         if (uint32_t s = said_count(word)) theirs += term_weight(idf, s, statement.length, cp.avgdl);
@@ -552,7 +551,7 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
 }
 
 LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp, const LexicalDoc& text, double floor,
-                                          std::unordered_map<std::string, double>* held_by) const {
+                                          WordTable* held_by) const {
     // Every operation in weighed_queries' order, so the floors are the same doubles.
     struct Counted {
         const std::string* word;
@@ -822,7 +821,7 @@ std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& c
                                             const std::vector<int64_t>& hits,
                                             const std::unordered_map<int64_t, std::shared_ptr<const LexicalDoc>>& docs,
                                             const std::vector<int64_t>& also, std::vector<float>& also_scores,
-                                            const std::unordered_map<std::string, double>* held) const {
+                                            const WordTable* held) const {
     also_scores.assign(also.size(), 0.f);
     if (!cp.built || cp.docs <= 0) return {};
     // The words as search orders them (rarest first, then by word), so each
@@ -833,7 +832,7 @@ std::vector<LexicalHit> LexicalIndex::score(MDB_txn* txn, const LexicalCorpus& c
         for (const std::string& word : words) {
             double df = -1;
             if (held)
-                if (auto known = held->find(word); known != held->end()) df = known->second;
+                if (const double* known = held->find(word)) df = *known;
             if (df < 0) df = records_holding(at, cp, word);
             if (df <= 0) continue;
             terms.emplace_back(word, idf_of(cp.docs, df));

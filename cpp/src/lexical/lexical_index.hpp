@@ -28,6 +28,7 @@
 
 #include "agentsensus/rows.hpp"
 #include "lexical/posting_counts.hpp"
+#include "lexical/word_table.hpp"
 #include "lmdb/lmdb_env.hpp"
 
 namespace agentsensus {
@@ -171,7 +172,7 @@ public:
                                   size_t k, const std::vector<int64_t>& hits,
                                   const std::unordered_map<int64_t, std::shared_ptr<const LexicalDoc>>& docs,
                                   const std::vector<int64_t>& also, std::vector<float>& also_scores,
-                                  const std::unordered_map<std::string, double>* held = nullptr) const;
+                                  const WordTable* held = nullptr) const;
 
     // Each word of the query as the index keys it: (word, its count in the
     // query, the corpus's records holding it, the overlay counted).
@@ -196,7 +197,7 @@ public:
     // held_by (if given) gets each word's record count, for coverage.
     // text: the statement as lexical_doc reads it.
     Weighed weigh(MDB_txn* txn, const LexicalCorpus& corpus, const LexicalDoc& text, double floor,
-                  std::unordered_map<std::string, double>* held_by = nullptr) const;
+                  WordTable* held_by = nullptr) const;
 
     // How much a statement and a record hold of each other (the reference is
     // mutual_coverage in tests/lexical_reference.py):
@@ -209,7 +210,7 @@ public:
     // for one corpus). Any value below need when the coverage is: its
     // exact value is computed only when it reaches need.
     double coverage(MDB_txn* txn, const LexicalCorpus& corpus, const LexicalDoc& statement, const LexicalDoc& record,
-                    double share, std::unordered_map<std::string, double>& held, double need = 0) const;
+                    double share, WordTable& held, double need = 0) const;
 
     // A write transaction attempt of this handle begins (Env::on_begin).
     void began(uint64_t txn) { counts_.began(txn); }

@@ -55,7 +55,7 @@ LexicalAnswer StoreImpl::lexical(const std::vector<LexicalQuery>& queries, size_
         lexical_->corpus(t.get(), scope_id(t.get(), scope), overlay, true);  // once for every query
     out.least.assign(queries.size(), 0.0);
     out.most_of.assign(queries.size(), std::numeric_limits<double>::infinity());
-    std::unordered_map<std::string, double> held_by;  // words' record counts in the corpus, for mutual coverage
+    WordTable held_by;  // words' record counts in the corpus, for mutual coverage
     for (size_t i = 0; i < queries.size(); ++i) {
         const LexicalQuery& lq = queries[i];
         prepare_vector(lq.vector, q.data());
