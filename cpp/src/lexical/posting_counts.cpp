@@ -16,13 +16,13 @@ bool PostingCounts::advance(uint64_t at) {
             break;
         }
         for (const auto& [k, delta] : c->second.moved) {
-            auto it = counts_.find(k);
-            if (it == counts_.end()) continue;
+            size_t* count = counts_.find(k);
+            if (!count) continue;
             // A count below what the commit removed was not the one it changed: drop it.
-            if (delta < 0 && it->second < static_cast<size_t>(-delta))
-                counts_.erase(it);
+            if (delta < 0 && *count < static_cast<size_t>(-delta))
+                counts_.erase(k);
             else
-                it->second = static_cast<size_t>(static_cast<long>(it->second) + delta);
+                *count = static_cast<size_t>(static_cast<long>(*count) + delta);
         }
         for (const std::string& k : c->second.keys) counts_.erase(k);
     }
@@ -35,16 +35,15 @@ bool PostingCounts::advance(uint64_t at) {
 std::optional<size_t> PostingCounts::find(uint64_t at, const std::string& key) {
     std::lock_guard<std::mutex> g(mu_);
     if (!advance(at)) return std::nullopt;
-    auto it = counts_.find(key);
-    if (it == counts_.end()) return std::nullopt;
-    return it->second;
+    if (const size_t* count = counts_.find(key)) return *count;
+    return std::nullopt;
 }
 
 void PostingCounts::remember(uint64_t at, const std::string& key, size_t count) {
     std::lock_guard<std::mutex> g(mu_);
     if (!advance(at)) return;
     if (counts_.size() >= kMaxCounts) counts_.clear();
-    counts_[key] = count;
+    counts_.set(key, count);
 }
 
 PostingCounts::Change& PostingCounts::pending(uint64_t txn) {

@@ -25,6 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lexical/word_table.hpp"
+
 namespace agentsensus {
 
 class PostingCounts {
@@ -65,9 +67,9 @@ private:
     bool advance(uint64_t at);
 
     std::mutex mu_;
-    uint64_t at_ = 0;  // the snapshot counts_ hold for; 0: none yet
-    std::unordered_map<std::string, size_t> counts_;
-    uint64_t writing_ = 0;  // the write transaction pending_ belongs to
+    uint64_t at_ = 0;         // the snapshot counts_ hold for; 0: none yet
+    WordMap<size_t> counts_;  // by counted key (a flat map: a deposit's lexical call looks up dozens)
+    uint64_t writing_ = 0;    // the write transaction pending_ belongs to
     Change pending_;
     std::map<uint64_t, Change> committed_;  // this handle's commits after at_
 };
