@@ -494,11 +494,21 @@ std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts
     return word_counts(txn, cp, lexical_doc(query));
 }
 
+std::vector<LexicalIndex::WordCount> LexicalIndex::counted(MDB_txn* txn, const LexicalCorpus& cp,
+                                                           const LexicalDoc& doc) const {
+    std::vector<WordCount> out;
+    Cursor at(txn, postings_);
+    for (const auto& [word, tf] : doc.tf) {
+        const size_t stored = cp.built ? stored_postings(at, cp, word) : 0;  // as records_holding counts
+        out.push_back(WordCount{&word, tf, stored, cp.records_holding(word, stored)});
+    }
+    return out;
+}
+
 std::vector<std::tuple<std::string, uint32_t, double>> LexicalIndex::word_counts(MDB_txn* txn, const LexicalCorpus& cp,
                                                                                  const LexicalDoc& q) const {
     std::vector<std::tuple<std::string, uint32_t, double>> out;
-    Cursor at(txn, postings_);
-    for (const auto& [word, tf] : q.tf) out.emplace_back(word, tf, records_holding(at, cp, word));
+    for (const WordCount& w : counted(txn, cp, q)) out.emplace_back(*w.word, w.tf, w.df);
     return out;
 }
 
@@ -553,27 +563,14 @@ double LexicalIndex::coverage(MDB_txn* txn, const LexicalCorpus& cp, const Lexic
 LexicalIndex::Weighed LexicalIndex::weigh(MDB_txn* txn, const LexicalCorpus& cp, const LexicalDoc& text, double floor,
                                           WordTable* held_by) const {
     // Every operation in weighed_queries' order, so the floors are the same doubles.
-    struct Counted {
-        const std::string* word;
-        uint32_t tf;
-        size_t stored;  // postings in the table
-        double df;      // the corpus's records holding it, as word_counts counts them
-    };
-    std::vector<Counted> words;
-    {
-        Cursor at(txn, postings_);
-        for (const auto& [word, tf] : text.tf) {
-            const size_t stored = cp.built ? stored_postings(at, cp, word) : 0;
-            words.push_back(Counted{&word, tf, stored, cp.records_holding(word, stored)});
-        }
-    }
+    const std::vector<WordCount> words = counted(txn, cp, text);
     if (held_by)
-        for (const Counted& w : words) held_by->emplace(*w.word, w.df);
+        for (const WordCount& w : words) held_by->emplace(*w.word, w.df);
     double length = 0;
-    for (const Counted& w : words) length += w.tf;
+    for (const WordCount& w : words) length += w.tf;
     Weighed out;
     double best = 0;
-    for (const Counted& w : words) {
+    for (const WordCount& w : words) {
         if (w.df > 1 && w.df > cp.docs / 2) continue;  // more than half of the scope's records hold it: no weight
         const double held = std::max(w.df, 1.0);       // a word no record holds: as the one that would hold it
         const double idf = idf_of(cp.docs, held);

@@ -234,6 +234,16 @@ private:
     // The corpus's records holding word, the overlay counted (none stored
     // unless corpus.built); at: a cursor on the postings to reuse.
     double records_holding(Cursor& at, const LexicalCorpus& corpus, const std::string& word) const;
+    // Each word of doc (sorted, once) with its count in doc, its postings in
+    // the table and the corpus's records holding it: what word_counts reports
+    // and weigh weighs.
+    struct WordCount {
+        const std::string* word;  // doc's own
+        uint32_t tf;
+        size_t stored;
+        double df;
+    };
+    std::vector<WordCount> counted(MDB_txn* txn, const LexicalCorpus& corpus, const LexicalDoc& doc) const;
     void put_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
     void drop_postings(MDB_txn* txn, uint32_t scope, uint64_t id, const LexicalDoc& d);
     uint64_t words_total(MDB_txn* txn) const;
