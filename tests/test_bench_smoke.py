@@ -214,3 +214,26 @@ def test_judge_requests_tiny_equal_records(data: Path, tmp_path: Path) -> None:
     assert list(rows) == ["hybrid", "vector", f"vector@{steps[-1][0]}"], out
     assert float(rows[f"vector@{steps[-1][0]}"][4]) <= 1.01, out  # the timed mode is the setting found
     assert re.search(rf"equal records \(min_similarity {steps[-1][0]}\): \d+\.\d\d \(cpu\)", out), out
+
+
+def test_admission_rules_tiny(data: Path, tmp_path: Path) -> None:
+    # bars loose enough that some rule meets both, so the Hamlet part runs too
+    args = ["--facts", "40", "--seeds", "3,4", "--requests-bar", "2", "--records-bar", "0.5", "--hamlet", "12"]
+    out = run([str(BENCH / "admission_rules.py"), *args], data, tmp_path).stdout
+    for seed in ("3", "4"):
+        block = out.split(f"seed {seed}: ")[1].split("\n\n")[0]
+        rows = [(float(r), int(m)) for r, m in re.findall(r"^  \S.*? +(\d+\.\d\d) +(\d+)$", block, re.M)]
+        assert rows, out
+        # the frontier: fewer requests, more restatements missed, each rule beating the next on one count
+        assert all(a[0] <= b[0] and a[1] > b[1] for a, b in zip(rows, rows[1:])), out
+        fewest = re.search(r"fewest requests missing at most (\d+): (\d+\.\d\d) per", block)
+        assert fewest, out
+        # the fewest requests within the records bar is the first frontier rule within it
+        assert float(fewest[2]) == next(r for r, m in rows if m <= int(fewest[1])), out
+    meeting = re.search(r"rules meeting both bars on every seed: (\d+)", out)
+    assert meeting and int(meeting[1]) > 0, out
+    hamlet = re.findall(r"^Hamlet, 12 speeches, variation (\S+): .*the defaults miss (\d+)", out, re.M)
+    assert [v for v, _ in hamlet] == ["0.0", "0.5"], out
+    for part, (_, before) in zip(out.split("\nHamlet, ")[1:], hamlet):
+        # a rule keeps a subset of the defaults' candidates: it never misses fewer
+        assert all(int(m) >= int(before) for m in re.findall(r"misses (\d+)$", part, re.M)), out
