@@ -13,7 +13,8 @@ corpus of datasets.py, dim 384); the owners are the side-by-side corpus's
 (``milli`` 0.1%, ``a7`` 1%, ``tenth`` 10%). Queries are perturbed records.
 Every call is timed alone (perf_counter), single-threaded (BLAS too), the
 ways interleaved call by call, each on another query than the others at
-that step, after an untimed warm-up; medians in microseconds.
+that step, after an untimed pass of every way over every query; medians in
+microseconds.
 
 Where the time goes, per owner: ``expand=False`` (no affiliation hop: the
 scan has none), ``engine.recall_memories`` called directly (the Python
@@ -97,8 +98,12 @@ def measure(n: int, queries: int, workdir: str) -> list[dict[str, Any]]:
             }
             got: dict[str, list[float]] = {w: [] for w in ways}
             names = list(ways)
-            for w in names:  # warm-up, untimed
-                ways[w](qs[0])
+            # Warm-up, untimed: every way answers every query once, so that the
+            # store's mapped files are faulted in as the owner's array is, made
+            # in memory just now (equal_recall.py measured the difference).
+            for q in qs:
+                for w in names:
+                    ways[w](q)
             m = len(qs) - 1
             stride = max(1, m // len(names))
             for i in range(m):
