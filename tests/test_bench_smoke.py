@@ -190,6 +190,9 @@ def test_compare_limits_modes_tiny(data: Path, tmp_path: Path, mode: list[str]) 
         # may leave a true neighbour unreachable at any width: then the sweep says so instead of a row.
         assert "usearch" in names or "usearch: recall@5 0.99 not reached by width 1024" in done.stderr
         assert set(engine.values()) == {"1.000"}  # owners of 1,000 records are scanned: exact
+        # the warm-up's own medians, one per row of the table, each against the row's
+        first = dict(re.findall(r"^  (.+): \d+\.\d us \((\d+\.\d\d)x\)$", done.stdout, re.M))
+        assert set(first) == names and all(float(x) > 0 for x in first.values()), done.stdout
     else:
         # the fake endpoint's verdicts merge every restatement: one record per fact
         assert len(rows) == 3 and all(int(r[1]) > 0 and r[5] == "10" for r in rows), rows
